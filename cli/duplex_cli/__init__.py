@@ -1,0 +1,1 @@
+"""duplex-cli: command-line front end of duplex-client."""

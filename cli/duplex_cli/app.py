@@ -1,0 +1,25 @@
+"""The `duplex-cli` typer application."""
+
+from __future__ import annotations
+
+import typer
+
+from duplex_client import __version__
+
+app = typer.Typer(
+    name="duplex-cli",
+    help="Full-duplex realtime sessions with omni models: stream clips, talk live, serve.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.command()
+def version() -> None:
+    """Print the SDK version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

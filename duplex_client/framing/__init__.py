@@ -1,0 +1,1 @@
+"""Sans-I/O framing: unit grid, media clock, framer and input timeline."""

@@ -1,0 +1,131 @@
+"""Server capabilities advertised in `session.created` (protocol.md §3.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class UnitKind(StrEnum):
+    """The three kinds of model input unit (protocol.md §4.3)."""
+
+    AUDIO = "AUDIO"
+    VISION = "VISION"
+    OMNI = "OMNI"
+
+
+DEFAULT_CHUNK_PERIOD_MS = 1000
+DEFAULT_FIRST_UNIT_MS = 1000
+DEFAULT_MAX_FRAMES_PER_APPEND = 2
+DEFAULT_MAX_FRAME_B64_CHARS = 4_000_000
+_MODALITIES = ("audio", "video")
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def _modalities(value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return default
+    return tuple(m for m in _MODALITIES if m in value)
+
+
+def _flag(value: Any) -> bool:
+    return value is True
+
+
+def derive_unit_kinds(required: tuple[str, ...], optional: tuple[str, ...]) -> frozenset[UnitKind]:
+    """The legal unit kinds for a pair of modality lists (protocol.md §3.4)."""
+    accepted = set(required) | set(optional)
+    kinds: set[UnitKind] = set()
+    if "audio" in accepted and "video" not in required:
+        kinds.add(UnitKind.AUDIO)
+    if "video" in accepted and "audio" not in required:
+        kinds.add(UnitKind.VISION)
+    if "audio" in accepted and "video" in accepted:
+        kinds.add(UnitKind.OMNI)
+    return frozenset(kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the server can do; clients decide behaviour from this, never from the model name."""
+
+    implementation_level: str = "unknown"
+    chunk_period_ms: int = DEFAULT_CHUNK_PERIOD_MS
+    first_unit_ms: int = DEFAULT_FIRST_UNIT_MS
+    required_input_modalities: tuple[str, ...] = ("audio",)
+    optional_input_modalities: tuple[str, ...] = ("video",)
+    input_unit_kinds: frozenset[UnitKind] = frozenset({UnitKind.AUDIO, UnitKind.OMNI})
+    max_frames_per_append: int = DEFAULT_MAX_FRAMES_PER_APPEND
+    max_frame_b64_chars: int = DEFAULT_MAX_FRAME_B64_CHARS
+    supports_session_resume: bool = False
+    supports_barge_in: bool = False
+    supports_playback_ack: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Capabilities:
+        """Parse a `capabilities` object; invalid or absent fields take their defaults."""
+        data = data if isinstance(data, dict) else {}
+        required = _modalities(data.get("required_input_modalities"), ("audio",))
+        optional = _modalities(data.get("optional_input_modalities"), ("video",))
+        optional = tuple(m for m in optional if m not in required)
+        kinds_raw = data.get("input_unit_kinds")
+        if isinstance(kinds_raw, list) and kinds_raw:
+            kinds = frozenset(UnitKind(k) for k in kinds_raw if k in UnitKind.__members__)
+        else:
+            kinds = derive_unit_kinds(required, optional)
+        level = data.get("implementation_level")
+        return cls(
+            implementation_level=level if isinstance(level, str) else "unknown",
+            chunk_period_ms=_positive_int(data.get("chunk_period_ms")) or DEFAULT_CHUNK_PERIOD_MS,
+            first_unit_ms=_positive_int(data.get("first_unit_ms")) or DEFAULT_FIRST_UNIT_MS,
+            required_input_modalities=required,
+            optional_input_modalities=optional,
+            input_unit_kinds=kinds,
+            max_frames_per_append=_positive_int(data.get("max_frames_per_append"))
+            or DEFAULT_MAX_FRAMES_PER_APPEND,
+            max_frame_b64_chars=_positive_int(data.get("max_frame_b64_chars"))
+            or DEFAULT_MAX_FRAME_B64_CHARS,
+            supports_session_resume=_flag(data.get("supports_session_resume")),
+            supports_barge_in=_flag(data.get("supports_barge_in")),
+            supports_playback_ack=_flag(data.get("supports_playback_ack")),
+            raw=dict(data),
+        )
+
+    @property
+    def audio_required(self) -> bool:
+        """Every unit must carry audio (frame-only VISION units are illegal)."""
+        return UnitKind.VISION not in self.input_unit_kinds
+
+    @property
+    def video_required(self) -> bool:
+        """Every unit must carry frames (AURA-style)."""
+        return "video" in self.required_input_modalities
+
+    def allows(self, kind: UnitKind) -> bool:
+        """Whether a unit of this kind may be sent."""
+        return kind in self.input_unit_kinds
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form, with every field present."""
+        order = [k for k in UnitKind if k in self.input_unit_kinds]
+        return {
+            **self.raw,
+            "implementation_level": self.implementation_level,
+            "chunk_period_ms": self.chunk_period_ms,
+            "first_unit_ms": self.first_unit_ms,
+            "required_input_modalities": list(self.required_input_modalities),
+            "optional_input_modalities": list(self.optional_input_modalities),
+            "input_unit_kinds": [k.value for k in order],
+            "max_frames_per_append": self.max_frames_per_append,
+            "max_frame_b64_chars": self.max_frame_b64_chars,
+            "supports_session_resume": self.supports_session_resume,
+            "supports_barge_in": self.supports_barge_in,
+            "supports_playback_ack": self.supports_playback_ack,
+        }

@@ -1,0 +1,82 @@
+"""Server event registry and decoding: wire object → typed event, never raising on content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duplex_client.protocol import response_events as r
+from duplex_client.protocol import server_events as s
+from duplex_client.protocol.codec import CodecError, loads
+from duplex_client.protocol.server_events import ServerEvent
+
+_CLASSES: tuple[type[ServerEvent], ...] = (
+    s.SessionCreated,
+    s.SessionUpdated,
+    s.SessionResumed,
+    s.SessionReplaced,
+    s.SessionExpired,
+    s.SessionClosed,
+    s.SessionResyncRequired,
+    s.SessionHeartbeatAck,
+    s.ErrorEvent,
+    s.InputAudioBufferCommitted,
+    s.InputAudioBufferCleared,
+    s.InputAudioBufferSpeechStarted,
+    s.InputAudioBufferSpeechStopped,
+    s.ConversationItemAdded,
+    s.ConversationItemDone,
+    s.InputAudioTranscriptionCompleted,
+    s.ConversationItemRetrieved,
+    s.ConversationItemDeleted,
+    s.ConversationItemTruncated,
+    r.ResponseCreated,
+    r.ResponseSpeak,
+    r.ResponseListen,
+    r.ResponseDone,
+    r.ResponseOutputItemAdded,
+    r.ResponseOutputItemDone,
+    r.ResponseContentPartAdded,
+    r.ResponseContentPartDone,
+    r.ResponseAudioDelta,
+    r.ResponseAudioDone,
+    r.ResponseAudioTranscriptDelta,
+    r.ResponseAudioTranscriptDone,
+    r.ResponseTextDelta,
+    r.ResponseTextDone,
+    r.OutputAudioBufferCleared,
+    r.PlaybackAcknowledged,
+    r.OverlapDecision,
+    r.RateLimitsUpdated,
+    r.ConnectionResumed,
+)
+
+#: Wire type (GA and beta names alike) → event class.
+SERVER_EVENT_TYPES: dict[str, type[ServerEvent]] = {
+    name: cls for cls in _CLASSES for name in (cls.TYPE, *cls.ALIASES)
+}
+
+#: Event types after which the client must not send anything (protocol.md §3.6).
+TERMINAL_EVENT_TYPES = frozenset({"session.closed", "session.expired", "session.replaced"})
+
+
+def parse_server_event(raw: dict[str, Any]) -> ServerEvent:
+    """Typed event for a decoded wire object; an unknown `type` gives `UnknownEvent`."""
+    etype = raw.get("type")
+    cls = SERVER_EVENT_TYPES.get(etype) if isinstance(etype, str) else None
+    if cls is None:
+        return r.UnknownEvent.from_raw(raw)
+    return cls.from_raw(raw)
+
+
+def decode_server_event(data: str | bytes) -> ServerEvent:
+    """Decode one text frame; raises `CodecError` only when it is not a JSON object."""
+    return parse_server_event(loads(data))
+
+
+__all__ = [
+    "SERVER_EVENT_TYPES",
+    "TERMINAL_EVENT_TYPES",
+    "CodecError",
+    "decode_server_event",
+    "parse_server_event",
+]

@@ -1,0 +1,289 @@
+"""Typed server events of the response lifecycle, output deltas, playback and overlap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from duplex_client.protocol.codec import b64decode
+from duplex_client.protocol.server_events import ServerEvent, sub_dict
+
+
+def _with_response_id(raw: dict[str, Any]) -> dict[str, Any]:
+    """Take `response_id` from the top level, else from `response.id`."""
+    if isinstance(raw.get("response_id"), str):
+        return raw
+    rid = sub_dict(raw, "response").get("id")
+    return {**raw, "response_id": rid} if isinstance(rid, str) else raw
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseEvent(ServerEvent):
+    """Base of events that belong to one response (carry `response_id`)."""
+
+    response_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """Lift `response.id` and `response.metadata` when absent at the top."""
+        out = _with_response_id(raw)
+        if not isinstance(out.get("metadata"), dict):
+            meta = sub_dict(raw, "response").get("metadata")
+            if isinstance(meta, dict):
+                out = {**out, "metadata": meta}
+        return out
+
+    @property
+    def unit_index(self) -> int | None:
+        """`metadata.unit_index` of the deciding unit (our server's extension)."""
+        value = self.metadata.get("unit_index")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def unit_kind(self) -> str | None:
+        """`metadata.unit_kind` of the deciding unit."""
+        value = self.metadata.get("unit_kind")
+        return value if isinstance(value, str) else None
+
+    @property
+    def audio_unit_index(self) -> int | None:
+        """`metadata.audio_unit_index` (None for VISION units)."""
+        value = self.metadata.get("audio_unit_index")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseCreated(ResponseEvent):
+    """`response.created`: a response started."""
+
+    TYPE: ClassVar[str] = "response.created"
+    response: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseSpeak(ResponseEvent):
+    """`response.speak`: the model decided to speak."""
+
+    TYPE: ClassVar[str] = "response.speak"
+    item_id: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseListen(ResponseEvent):
+    """`response.listen`: the model listened (standalone without a live `response_id`)."""
+
+    TYPE: ClassVar[str] = "response.listen"
+    session_id: str | None = None
+    epoch: int | None = None
+    response: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """Only a top-level `response_id` makes a listen end a response."""
+        out = dict(raw)
+        meta = sub_dict(raw, "response").get("metadata")
+        if not isinstance(out.get("metadata"), dict) and isinstance(meta, dict):
+            out["metadata"] = meta
+        return out
+
+    @property
+    def reason(self) -> str | None:
+        """`metadata.reason`, e.g. `model_listen`."""
+        value = self.metadata.get("reason")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseDone(ResponseEvent):
+    """`response.done`: the response ended (`completed`, `cancelled` or `failed`)."""
+
+    TYPE: ClassVar[str] = "response.done"
+    response: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """`response.status`."""
+        value = self.response.get("status")
+        return value if isinstance(value, str) else "completed"
+
+    @property
+    def reason(self) -> str | None:
+        """`response.status_details.reason`."""
+        value = sub_dict(self.response, "status_details").get("reason")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseOutputItemAdded(ResponseEvent):
+    """`response.output_item.added`."""
+
+    TYPE: ClassVar[str] = "response.output_item.added"
+    item: dict[str, Any] = field(default_factory=dict)
+    output_index: int = 0
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseOutputItemDone(ResponseEvent):
+    """`response.output_item.done`."""
+
+    TYPE: ClassVar[str] = "response.output_item.done"
+    item: dict[str, Any] = field(default_factory=dict)
+    output_index: int = 0
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseContentPartAdded(ResponseEvent):
+    """`response.content_part.added`."""
+
+    TYPE: ClassVar[str] = "response.content_part.added"
+    item_id: str | None = None
+    part: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseContentPartDone(ResponseEvent):
+    """`response.content_part.done`."""
+
+    TYPE: ClassVar[str] = "response.content_part.done"
+    item_id: str | None = None
+    part: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseAudioDelta(ResponseEvent):
+    """`response.output_audio.delta` (beta `response.audio.delta`): base64 PCM16 output."""
+
+    TYPE: ClassVar[str] = "response.output_audio.delta"
+    ALIASES: ClassVar[tuple[str, ...]] = ("response.audio.delta",)
+    item_id: str | None = None
+    delta: str = field(default="", repr=False)
+    format: str | None = None
+    sample_rate_hz: int | None = None
+
+    def pcm(self) -> bytes:
+        """The decoded PCM bytes (raises `CodecError` on bad base64)."""
+        return b64decode(self.delta) if self.delta else b""
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseAudioDone(ResponseEvent):
+    """`response.output_audio.done` (beta `response.audio.done`)."""
+
+    TYPE: ClassVar[str] = "response.output_audio.done"
+    ALIASES: ClassVar[tuple[str, ...]] = ("response.audio.done",)
+    item_id: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseAudioTranscriptDelta(ResponseEvent):
+    """`response.output_audio_transcript.delta` (beta `response.audio_transcript.delta`)."""
+
+    TYPE: ClassVar[str] = "response.output_audio_transcript.delta"
+    ALIASES: ClassVar[tuple[str, ...]] = ("response.audio_transcript.delta",)
+    item_id: str | None = None
+    delta: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseAudioTranscriptDone(ResponseEvent):
+    """`response.output_audio_transcript.done` (beta `response.audio_transcript.done`)."""
+
+    TYPE: ClassVar[str] = "response.output_audio_transcript.done"
+    ALIASES: ClassVar[tuple[str, ...]] = ("response.audio_transcript.done",)
+    item_id: str | None = None
+    transcript: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseTextDelta(ResponseEvent):
+    """`response.output_text.delta` (beta `response.text.delta`)."""
+
+    TYPE: ClassVar[str] = "response.output_text.delta"
+    ALIASES: ClassVar[tuple[str, ...]] = ("response.text.delta",)
+    item_id: str | None = None
+    delta: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class ResponseTextDone(ResponseEvent):
+    """`response.output_text.done` (beta `response.text.done`)."""
+
+    TYPE: ClassVar[str] = "response.output_text.done"
+    ALIASES: ClassVar[tuple[str, ...]] = ("response.text.done",)
+    item_id: str | None = None
+    text: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class OutputAudioBufferCleared(ResponseEvent):
+    """`output_audio_buffer.cleared`: no more audio will come for `response_id`."""
+
+    TYPE: ClassVar[str] = "output_audio_buffer.cleared"
+
+
+@dataclass(kw_only=True, slots=True)
+class PlaybackAcknowledged(ResponseEvent):
+    """`playback.acknowledged`: answer to `playback.ack`."""
+
+    TYPE: ClassVar[str] = "playback.acknowledged"
+    client_event_id: str | None = None
+    item_id: str | None = None
+    played_ms: int | None = None
+    committed_ms: int | None = None
+    truncate: bool = False
+    event: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, slots=True)
+class OverlapDecision(ServerEvent):
+    """`overlap.decision`: informational overlap handling report (may be ignored)."""
+
+    TYPE: ClassVar[str] = "overlap.decision"
+    decision: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class RateLimitsUpdated(ServerEvent):
+    """`rate_limits.updated`: informational (may be ignored)."""
+
+    TYPE: ClassVar[str] = "rate_limits.updated"
+    rate_limits: list[Any] = field(default_factory=list)
+
+
+@dataclass(kw_only=True, slots=True)
+class ConnectionResumed(ServerEvent):
+    """`connection.resumed`: synthetic client-side event after a successful reconnect."""
+
+    TYPE: ClassVar[str] = "connection.resumed"
+    attempt: int = 0
+
+
+@dataclass(kw_only=True, slots=True)
+class UnknownEvent(ServerEvent):
+    """Any event type this SDK does not know; `raw` keeps the whole object."""
+
+
+__all__ = [
+    "ConnectionResumed",
+    "OutputAudioBufferCleared",
+    "OverlapDecision",
+    "PlaybackAcknowledged",
+    "RateLimitsUpdated",
+    "ResponseAudioDelta",
+    "ResponseAudioDone",
+    "ResponseAudioTranscriptDelta",
+    "ResponseAudioTranscriptDone",
+    "ResponseContentPartAdded",
+    "ResponseContentPartDone",
+    "ResponseCreated",
+    "ResponseDone",
+    "ResponseEvent",
+    "ResponseListen",
+    "ResponseOutputItemAdded",
+    "ResponseOutputItemDone",
+    "ResponseSpeak",
+    "ResponseTextDelta",
+    "ResponseTextDone",
+    "UnknownEvent",
+]
