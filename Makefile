@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml cli/pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/duplex-cli demo
+	$(BIN)/duplex-cli version
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
