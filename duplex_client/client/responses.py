@@ -1,0 +1,240 @@
+"""Response demultiplexing: one `ResponseHandle` per response, decisions, and id fencing (§6)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+from duplex_client.client.queues import DropOldestQueue
+from duplex_client.protocol import response_events as r
+from duplex_client.protocol.codec import CodecError
+from duplex_client.protocol.server_events import InputAudioBufferSpeechStarted, ServerEvent
+
+Decision = Literal["speak", "listen"]
+
+
+class ResponseHandle:
+    """One model response (or a standalone listen): decision, transcript, text and audio."""
+
+    def __init__(
+        self,
+        response_id: str | None,
+        *,
+        sample_rate_hz: int = 24000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.response_id = response_id
+        self.decision: Decision | None = None
+        self.status: str | None = None
+        self.reason: str | None = None
+        self.metadata: dict[str, Any] = {}
+        self.sample_rate_hz = sample_rate_hz
+        self.transcript = ""
+        self.text = ""
+        self.played_ms = 0
+        self.acked_ms: int | None = None
+        self.fenced = False
+        self.created_at = clock()
+        self.first_audio_at: float | None = None
+        self.first_text_at: float | None = None
+        self.done_at: float | None = None
+        self._clock = clock
+        self._pcm = bytearray()
+        self._chunks: DropOldestQueue[bytes] = DropOldestQueue()
+        self._done = asyncio.Event()
+
+    def __repr__(self) -> str:
+        return (
+            f"ResponseHandle(id={self.response_id!r}, decision={self.decision!r}, "
+            f"status={self.status!r}, audio_ms={self.audio_ms}, transcript={self.transcript!r})"
+        )
+
+    @property
+    def done(self) -> bool:
+        """Whether the response ended (done, listen, cancel or session end)."""
+        return self._done.is_set()
+
+    @property
+    def audio_ms(self) -> int:
+        """Duration of the audio received (and kept) for this response."""
+        return len(self._pcm) * 1000 // (2 * self.sample_rate_hz)
+
+    def audio_bytes(self) -> bytes:
+        """All PCM16 audio kept for this response so far."""
+        return bytes(self._pcm)
+
+    async def audio(self) -> AsyncIterator[bytes]:
+        """PCM16 chunks as they arrive, until the response ends (one consumer per handle)."""
+        async for chunk in self._chunks:
+            yield chunk
+
+    async def wait(self, timeout: float | None = None) -> ResponseHandle:
+        """Wait until the response is done; returns self."""
+        await asyncio.wait_for(self._done.wait(), timeout)
+        return self
+
+    # --- updated by the tracker ---
+
+    def _add_audio(self, pcm: bytes) -> None:
+        if self.first_audio_at is None:
+            self.first_audio_at = self._clock()
+        self._pcm += pcm
+        self._chunks.put(pcm)
+
+    def _mark_text(self) -> None:
+        if self.first_text_at is None:
+            self.first_text_at = self._clock()
+
+    def _finish(self, status: str, reason: str | None = None) -> None:
+        if self.done:
+            return
+        self.status = status
+        self.reason = reason
+        self.done_at = self._clock()
+        self._chunks.close()
+        self._done.set()
+
+
+class ResponseTracker:
+    """Feeds on typed server events and yields handles once their decision is known."""
+
+    def __init__(
+        self,
+        on_decided: Callable[[ResponseHandle], None],
+        *,
+        sample_rate_hz: int = 24000,
+        interrupts_on_speech: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._on_decided = on_decided
+        self._rate = sample_rate_hz
+        self.interrupts_on_speech = interrupts_on_speech
+        self._clock = clock
+        self.handles: dict[str, ResponseHandle] = {}
+        self.fenced: set[str] = set()
+        self.active: ResponseHandle | None = None
+        self.finished: list[ResponseHandle] = []
+        self.listens: list[ResponseHandle] = []
+        self.decode_errors = 0
+
+    def _new(self, response_id: str | None) -> ResponseHandle:
+        handle = ResponseHandle(response_id, sample_rate_hz=self._rate, clock=self._clock)
+        if response_id is not None:
+            self.handles[response_id] = handle
+        return handle
+
+    def _decide(self, handle: ResponseHandle, decision: Decision) -> None:
+        if handle.decision is None:
+            handle.decision = decision
+            self._on_decided(handle)
+
+    def fence(self, response_id: str | None) -> None:
+        """Stop accepting audio for a response (cancelled, cleared or interrupted)."""
+        if response_id is None:
+            return
+        self.fenced.add(response_id)
+        handle = self.handles.get(response_id)
+        if handle is not None:
+            handle.fenced = True
+            handle._chunks.close()
+
+    def _live(self, response_id: str | None) -> ResponseHandle | None:
+        if response_id is None or response_id in self.fenced:
+            return None
+        handle = self.handles.get(response_id)
+        return None if handle is None or handle.done else handle
+
+    def feed(self, event: ServerEvent) -> None:
+        """Apply one server event."""
+        if isinstance(event, r.ResponseCreated):
+            self._created(event)
+        elif isinstance(event, r.ResponseListen):
+            self._listen(event)
+        elif isinstance(event, r.ResponseDone):
+            self._done(event)
+        elif isinstance(event, r.OutputAudioBufferCleared):
+            self.fence(event.response_id)
+        elif isinstance(event, InputAudioBufferSpeechStarted):
+            if self.interrupts_on_speech and self.active is not None:
+                self.fence(self.active.response_id)
+        elif isinstance(event, r.ResponseEvent):
+            self._output(event)
+
+    def _created(self, event: r.ResponseCreated) -> None:
+        rid = event.response_id
+        if rid is None or rid in self.handles:
+            return
+        if self.active is not None and not self.active.done:
+            self.fence(self.active.response_id)  # superseded
+        handle = self._new(rid)
+        handle.metadata = dict(event.metadata)
+        self.active = handle
+
+    def _listen(self, event: r.ResponseListen) -> None:
+        handle = self._live(event.response_id)
+        if handle is None:
+            if event.response_id is not None and event.response_id in self.handles:
+                return  # a listen for a finished or fenced response changes nothing
+            standalone = self._new(None)
+            standalone.metadata = dict(event.metadata)
+            self.listens.append(standalone)
+            self._decide(standalone, "listen")
+            standalone._finish("listening", event.reason)
+            return
+        handle.metadata.update(event.metadata)
+        self._decide(handle, "listen")
+
+    def _done(self, event: r.ResponseDone) -> None:
+        rid = event.response_id
+        handle = self.handles.get(rid) if rid is not None else None
+        if handle is None or handle.done:
+            return
+        if event.status == "cancelled":
+            self.fence(rid)
+        elif handle.decision is None:
+            self._decide(handle, "speak")
+        if handle.decision is None:
+            self._decide(handle, "listen")
+        handle._finish(event.status, event.reason)
+        self.finished.append(handle)
+        if self.active is handle:
+            self.active = None
+
+    def _output(self, event: r.ResponseEvent) -> None:
+        handle = self._live(event.response_id)
+        if handle is None:
+            return
+        if isinstance(event, r.ResponseSpeak):
+            self._decide(handle, "speak")
+        elif isinstance(event, r.ResponseAudioDelta):
+            try:
+                pcm = event.pcm()
+            except CodecError:
+                self.decode_errors += 1
+                return
+            if event.sample_rate_hz:
+                handle.sample_rate_hz = event.sample_rate_hz
+            self._decide(handle, "speak")
+            handle._add_audio(pcm)
+        elif isinstance(event, r.ResponseAudioTranscriptDelta):
+            self._decide(handle, "speak")
+            handle._mark_text()
+            handle.transcript += event.delta
+        elif isinstance(event, r.ResponseAudioTranscriptDone):
+            handle.transcript = event.transcript or handle.transcript
+        elif isinstance(event, r.ResponseTextDelta):
+            self._decide(handle, "speak")
+            handle._mark_text()
+            handle.text += event.delta
+        elif isinstance(event, r.ResponseTextDone):
+            handle.text = event.text or handle.text
+
+    def close(self, reason: str) -> None:
+        """End every open response (the session ended)."""
+        for handle in self.handles.values():
+            if not handle.done:
+                if handle.decision is None:
+                    self._decide(handle, "listen")
+                handle._finish("incomplete", reason)

@@ -1,0 +1,166 @@
+"""Blocking facade over the async client, for scripts and notebooks that cannot `await`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any, TypeVar
+
+from duplex_client.client.responses import ResponseHandle
+from duplex_client.client.session import DuplexClient, PcmArray
+from duplex_client.protocol import server_events as se
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop running in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="duplex")
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class SyncDuplexClient:
+    """`DuplexClient` with blocking methods; use as a context manager or call `close()`."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._runner = _LoopThread()
+        self._url = url
+        self._options = options
+        self.client: DuplexClient | None = None
+
+    def _c(self) -> DuplexClient:
+        if self.client is None:
+            raise RuntimeError("not connected: use `with SyncDuplexClient(...)` or connect()")
+        return self.client
+
+    def connect(self) -> SyncDuplexClient:
+        """Open the session (handshake included)."""
+
+        async def _open() -> DuplexClient:
+            client = DuplexClient(self._url, **self._options)
+            await client.connect()
+            return client
+
+        try:
+            self.client = self._runner.run(_open())
+        except BaseException:
+            self._runner.stop()
+            raise
+        return self
+
+    def __enter__(self) -> SyncDuplexClient:
+        return self.connect()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def session_id(self) -> str | None:
+        """The server-allocated session id."""
+        return self._c().session_id
+
+    def append_input(
+        self,
+        pcm: bytes | PcmArray | None = None,
+        *,
+        video_frames: Sequence[bytes | str] = (),
+        is_speech: bool | None = None,
+        media_start_ms: int | None = None,
+        media_end_ms: int | None = None,
+        unit_index: int | None = None,
+    ) -> str:
+        """Blocking `append_input`."""
+        return self._runner.run(
+            self._c().append_input(
+                pcm,
+                video_frames=video_frames,
+                is_speech=is_speech,
+                media_start_ms=media_start_ms,
+                media_end_ms=media_end_ms,
+                unit_index=unit_index,
+            )
+        )
+
+    def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
+        """Blocking `commit`."""
+        return self._runner.run(self._c().commit(final=final, create_response=create_response))
+
+    def wait_committed(
+        self, event_id: str, timeout: float | None = None
+    ) -> se.InputAudioBufferCommitted:
+        """Blocking `wait_committed`."""
+        return self._runner.run(self._c().wait_committed(event_id, timeout))
+
+    def create_response(self, **options: Any) -> str:
+        """Blocking `create_response`."""
+        return self._runner.run(self._c().create_response(**options))
+
+    def cancel_response(self, response_id: str | None = None) -> str:
+        """Blocking `cancel_response`."""
+        return self._runner.run(self._c().cancel_response(response_id))
+
+    def clear_input(self) -> str:
+        """Blocking `clear_input`."""
+        return self._runner.run(self._c().clear_input())
+
+    def ack_playback(
+        self,
+        played_ms: int,
+        *,
+        response_id: str,
+        committed_ms: int | None = None,
+        truncate: bool = False,
+    ) -> str | None:
+        """Blocking `ack_playback`."""
+        return self._runner.run(
+            self._c().ack_playback(
+                played_ms, response_id=response_id, committed_ms=committed_ms, truncate=truncate
+            )
+        )
+
+    def send_raw(self, event: dict[str, Any]) -> str | None:
+        """Blocking `send_raw`."""
+        return self._runner.run(self._c().send_raw(event))
+
+    def responses(self, timeout: float | None = None) -> Iterator[ResponseHandle]:
+        """Yield response handles as decided, until the session ends (or `timeout` per item)."""
+        iterator = self._c().responses()
+        while True:
+            try:
+                yield self._runner.run(anext(iterator), timeout)  # type: ignore[arg-type]
+            except StopAsyncIteration:
+                return
+
+    def wait(self, handle: ResponseHandle, timeout: float | None = None) -> ResponseHandle:
+        """Block until a response is done."""
+        return self._runner.run(handle.wait(timeout))
+
+    def close(self) -> None:
+        """Close the session and stop the background loop."""
+        if self.client is not None:
+            try:
+                self._runner.run(self.client.close())
+            finally:
+                self.client = None
+        self._runner.stop()

@@ -1,0 +1,156 @@
+"""Target URL rules (protocol.md §2.1) and the message transport the session runs over."""
+
+from __future__ import annotations
+
+import ssl as ssl_module
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from duplex_client.protocol.errors import DuplexConnectionError
+
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+
+_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
+#: Client-side inbound frame limit (protocol.md §11).
+CLIENT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+def build_url(url: str, model: str) -> str:
+    """The WebSocket target for a user URL and model name (protocol.md §2.1)."""
+    text = url.strip()
+    if "://" not in text:
+        text = "ws://" + text
+    parts = urlsplit(text)
+    scheme = _SCHEMES.get(parts.scheme.lower())
+    if scheme is None:
+        raise ValueError(
+            f"{url}: unsupported URL scheme {parts.scheme!r} (use ws, wss, http, https)"
+        )
+    if not parts.hostname:
+        raise ValueError(f"{url}: URL has no host")
+    path = parts.path if parts.path not in ("", "/") else "/v1/realtime"
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "autostart"]
+    keys = {k for k, _ in query}
+    if "duplex" not in keys:
+        query.append(("duplex", "1"))
+    if "model" not in keys:
+        query.append(("model", model))
+    query.append(("autostart", "0"))
+    return urlunsplit((scheme, parts.netloc, path, urlencode(query), ""))
+
+
+def redact_url(url: str) -> str:
+    """The URL without user info (credentials never reach logs or timelines)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class TransportClosed(Exception):
+    """The transport's connection ended; `code`/`reason` are the close frame's, if any."""
+
+    def __init__(self, code: int | None = None, reason: str = "") -> None:
+        super().__init__(f"connection closed ({code}{': ' + reason if reason else ''})")
+        self.code = code
+        self.reason = reason
+
+
+class Transport(Protocol):
+    """A message pipe: whole JSON text frames out and in."""
+
+    async def send(self, data: bytes) -> None:
+        """Send one JSON text frame (UTF-8 bytes); raises `TransportClosed` when closed."""
+        ...
+
+    async def recv(self) -> str | bytes:
+        """The next frame; raises `TransportClosed` when the connection ended."""
+        ...
+
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+        ...
+
+
+class WebSocketTransport:
+    """`Transport` over a `websockets` client connection."""
+
+    def __init__(self, conn: ClientConnection) -> None:
+        self._conn = conn
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        api_key: str | None = None,
+        ssl: ssl_module.SSLContext | bool | None = None,
+        open_timeout: float = 10.0,
+        max_size: int = CLIENT_MAX_FRAME_BYTES,
+        proxy: bool = False,
+    ) -> WebSocketTransport:
+        """Open the WebSocket; failures become `DuplexConnectionError` with a one-line message."""
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidStatus, WebSocketException
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        kwargs: dict[str, object] = {}
+        if ssl is not None and ssl is not False:
+            kwargs["ssl"] = ssl
+        target = redact_url(url)
+        try:
+            conn = await connect(
+                url,
+                additional_headers=headers,
+                open_timeout=open_timeout,
+                max_size=max_size,
+                compression=None,
+                proxy=True if proxy else None,
+                ping_interval=20,
+                ping_timeout=20,
+                close_timeout=5,
+                **kwargs,  # type: ignore[arg-type]
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            hint = " (wrong or missing API key)" if status == 401 else ""
+            raise DuplexConnectionError(
+                f"{target}: server rejected the WebSocket upgrade with HTTP {status}{hint}"
+            ) from None
+        except TimeoutError:
+            raise DuplexConnectionError(f"{target}: timed out opening the connection") from None
+        except (OSError, WebSocketException) as exc:
+            raise DuplexConnectionError(f"{target}: cannot connect ({exc})") from None
+        return cls(conn)
+
+    async def send(self, data: bytes) -> None:
+        """Send bytes as one text frame."""
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            await self._conn.send(data, text=True)
+        except ConnectionClosed as exc:
+            raise TransportClosed(*_close_info(exc)) from None
+
+    async def recv(self) -> str | bytes:
+        """Receive one frame."""
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            return await self._conn.recv()
+        except ConnectionClosed as exc:
+            raise TransportClosed(*_close_info(exc)) from None
+
+    async def close(self) -> None:
+        """Close with code 1000."""
+        await self._conn.close()
+
+
+def _close_info(exc: Exception) -> tuple[int | None, str]:
+    rcvd = getattr(exc, "rcvd", None)
+    if rcvd is None:
+        return None, ""
+    return int(rcvd.code), str(rcvd.reason)

@@ -1,0 +1,60 @@
+"""The blocking facade drives the same async client from plain synchronous code."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from duplex_client.protocol import b64encode
+from duplex_client.sync import SyncDuplexClient
+from tests.support.scripted_server import Peer, ScriptedServer
+
+
+async def test_sync_client_appends_commits_and_reads_responses() -> None:
+    async with ScriptedServer() as server:
+
+        async def on_commit(peer: Peer, event: dict[str, Any]) -> None:
+            await peer.send(
+                {
+                    "type": "input_audio_buffer.committed",
+                    "client_event_id": event["event_id"],
+                    "audio_end_ms": 100,
+                }
+            )
+            await peer.send({"type": "response.created", "response": {"id": "resp_s"}})
+            await peer.send(
+                {
+                    "type": "response.output_audio.delta",
+                    "response_id": "resp_s",
+                    "delta": b64encode(b"\x05\x00" * 2400),
+                }
+            )
+            await peer.send(
+                {"type": "response.done", "response": {"id": "resp_s", "status": "completed"}}
+            )
+
+        server.on("input_audio_buffer.commit", on_commit)
+
+        def script() -> tuple[str | None, int, str | None, int]:
+            with SyncDuplexClient(server.url, model="m") as client:
+                client.append_input(b"\x00\x00" * 1600, is_speech=True)
+                committed = client.wait_committed(client.commit(), timeout=5)
+                handle = next(client.responses(timeout=5))
+                client.wait(handle, timeout=5)
+                return (
+                    client.session_id,
+                    committed.audio_end_ms or 0,
+                    handle.decision,
+                    handle.audio_ms,
+                )
+
+        session_id, end_ms, decision, audio_ms = await asyncio.to_thread(script)
+        assert session_id is not None and session_id.startswith("duplex-")
+        assert (end_ms, decision, audio_ms) == (100, "speak", 100)
+        types = [m["type"] for m in server.peer.received if m["type"] != "session.event_ack"]
+        assert types == [
+            "session.update",
+            "input_audio_buffer.append",
+            "input_audio_buffer.commit",
+            "session.close",
+        ]
