@@ -43,48 +43,52 @@ class ServerEvent:
         """Build the event from its wire object; ill-typed fields fall back to their defaults."""
         src = cls.flatten(raw)
         kwargs: dict[str, Any] = {"raw": raw, "type": raw.get("type", cls.TYPE)}
-        for name, check in _checkers(cls):
+        for name, accepted, reject_bool in _field_checks(cls):
             value = src.get(name)
-            if value is not None and check(value):
+            if (
+                value is not None
+                and isinstance(value, accepted)
+                and not (reject_bool and value.__class__ is bool)
+            ):
                 kwargs[name] = value
         return cls(**kwargs)
 
 
-def _make_check(hint: Any) -> typing.Callable[[Any], bool]:
+def _accepted(hint: Any) -> tuple[type, ...]:
+    """The runtime types a field annotation accepts (None is handled by the caller)."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        subs = [_make_check(a) for a in typing.get_args(hint) if a is not type(None)]
-        return lambda v: any(s(v) for s in subs)
-    if origin is not None:
-        hint = origin
-    if hint is int:
-        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+        return tuple(t for a in typing.get_args(hint) if a is not type(None) for t in _accepted(a))
+    hint = origin or hint
     if hint is float:
-        return lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+        return (int, float)
     if hint is tuple:
-        return lambda v: isinstance(v, list | tuple)
+        return (list, tuple)
     if hint is Any:
-        return lambda v: True
-    return lambda v: isinstance(v, hint)
+        return (object,)
+    return (hint,)
 
 
-_CHECKERS: dict[type, list[tuple[str, typing.Callable[[Any], bool]]]] = {}
+_FieldCheck = tuple[str, tuple[type, ...], bool]
+_FIELD_CHECKS: dict[type, list[_FieldCheck]] = {}
 
 
-def _checkers(cls: type) -> list[tuple[str, typing.Callable[[Any], bool]]]:
-    found = _CHECKERS.get(cls)
+def _field_checks(cls: type) -> list[_FieldCheck]:
+    """(name, accepted types, whether a bool must be rejected) per typed field, cached."""
+    found = _FIELD_CHECKS.get(cls)
     if found is None:
         hints = typing.get_type_hints(cls)
-        found = [
-            (f.name, _make_check(hints[f.name]))
-            for f in fields(cls)
-            if f.init and f.name not in ("raw", "type")
-        ]
-        _CHECKERS[cls] = found
+        found = []
+        for f in fields(cls):
+            if f.init and f.name not in ("raw", "type"):
+                accepted = _accepted(hints[f.name])
+                found.append((f.name, accepted, int in accepted and bool not in accepted))
+        _FIELD_CHECKS[cls] = found
     return found
 
 
 def sub_dict(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    """`raw[key]` when it is an object, else an empty dict."""
     value = raw.get(key)
     return value if isinstance(value, dict) else {}
 
