@@ -65,6 +65,10 @@ class ResponseHandle:
         """All PCM16 audio kept for this response so far."""
         return bytes(self._pcm)
 
+    def audio_since(self, offset: int) -> bytes:
+        """Kept PCM16 audio from byte `offset` on (for incremental writers)."""
+        return bytes(memoryview(self._pcm)[offset:])
+
     async def audio(self) -> AsyncIterator[bytes]:
         """PCM16 chunks as they arrive, until the response ends (one consumer per handle)."""
         async for chunk in self._chunks:

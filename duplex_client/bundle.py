@@ -1,0 +1,173 @@
+"""The run bundle on disk, written as the run goes so an interrupted run keeps what it got.
+
+Files: `events.jsonl` (every server event with its receive time; audio payloads elided to
+their size, secrets redacted), `output.wav` (all kept answer audio in order) and one WAV per
+response, `transcript.txt`, `session.json` (config sent with secrets removed, capabilities
+received) and `result.json`. `input_timeline.json` is written by `InputTimeline`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from duplex_client.client.config import redact
+from duplex_client.client.responses import ResponseHandle
+from duplex_client.client.session import DuplexClientBase
+from duplex_client.client.transport import redact_url
+from duplex_client.protocol import response_events as r
+from duplex_client.protocol import server_events as se
+from duplex_client.wavfile import GrowingWav
+
+#: Event fields holding base64 media; replaced by a size note in `events.jsonl`.
+_PAYLOAD_FIELDS = ("delta", "audio")
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON (2-space indent, UTF-8) through a temporary file and a rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def elide_payloads(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an event with base64 audio replaced by `<base64: N chars>` and secrets redacted."""
+    out = dict(raw)
+    for key in _PAYLOAD_FIELDS:
+        value = out.get(key)
+        if isinstance(value, str) and len(value) > 64:
+            out[key] = f"<base64: {len(value)} chars>"
+    redacted: dict[str, Any] = redact(out)
+    return redacted
+
+
+class RunBundle:
+    """Records one client session into a run directory."""
+
+    def __init__(self, out_dir: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.dir = out_dir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        probe = self.dir / ".write_test"
+        probe.write_bytes(b"")
+        probe.unlink()
+        self.clock = clock
+        self.origin = clock()
+        self.started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.event_count = 0
+        self.output_sample_rate_hz = 24000
+        self._events = (self.dir / "events.jsonl").open("w", encoding="utf-8")
+        self._output: GrowingWav | None = None
+        self._per_response: dict[str, GrowingWav] = {}
+        self._written: dict[str, int] = {}
+        self._transcribed: set[int] = set()
+        self._client: DuplexClientBase | None = None
+
+    def offset_ms(self, t: float) -> float:
+        """A monotonic time as ms since the bundle's origin (3 decimals)."""
+        return round((t - self.origin) * 1000.0, 3)
+
+    # --- wiring ---
+
+    def attach(self, client: DuplexClientBase) -> None:
+        """Record every event of this client from now on."""
+        self._client = client
+        self.output_sample_rate_hz = client.config.output_sample_rate_hz
+        client.add_listener(self.on_event)
+
+    def write_session(self, client: DuplexClientBase, *, url: str | None = None) -> None:
+        """`session.json`: what was asked (secrets removed) and what the server granted."""
+        write_json_atomic(
+            self.dir / "session.json",
+            {
+                "session_id": client.session_id,
+                "model": client.model,
+                "url": redact_url(url) if url else None,
+                "config_sent": redact(client.config.to_session(client.model)),
+                "session_effective": redact(client.session),
+                "capabilities": client.capabilities.to_dict(),
+                "attachment_generation": client.attachment_generation,
+            },
+        )
+
+    # --- recording ---
+
+    def on_event(self, event: se.ServerEvent, received_at: float) -> None:
+        """Listener: append the event line, and any newly kept audio to the WAVs."""
+        self.event_count += 1
+        line = {
+            "t_ms": self.offset_ms(received_at),
+            "type": event.type,
+            "event": elide_payloads(event.raw),
+        }
+        self._events.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._events.flush()
+        if isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
+            self._write_audio(event.response_id)
+        elif isinstance(event, r.ResponseDone | r.ResponseListen):
+            self._write_transcripts()
+
+    def _write_audio(self, response_id: str) -> None:
+        if self._client is None:
+            return
+        handle = self._client.tracker.handles.get(response_id)
+        if handle is None:
+            return
+        done = self._written.get(response_id, 0)
+        pcm = handle.audio_since(done)
+        if not pcm:
+            return
+        self._written[response_id] = done + len(pcm)
+        if self._output is None:
+            self._output = GrowingWav(self.dir / "output.wav", handle.sample_rate_hz)
+        self._output.write(pcm)
+        wav = self._per_response.get(response_id)
+        if wav is None:
+            name = f"response_{len(self._per_response) + 1:03d}_{response_id}.wav"
+            wav = self._per_response[response_id] = GrowingWav(
+                self.dir / name, handle.sample_rate_hz
+            )
+        wav.write(pcm)
+
+    def handles(self) -> list[ResponseHandle]:
+        """Every response seen so far (finished or not), in creation order."""
+        if self._client is None:
+            return []
+        return list(self._client.tracker.handles.values())
+
+    def _write_transcripts(self, *, final: bool = False) -> None:
+        if self._client is None:
+            return
+        with (self.dir / "transcript.txt").open("a", encoding="utf-8") as out:
+            for n, handle in enumerate(self.handles(), start=1):
+                if n in self._transcribed or not (handle.done or final):
+                    continue
+                self._transcribed.add(n)
+                text = handle.transcript or handle.text
+                state = handle.status or "incomplete"
+                out.write(f"[{n}] {handle.response_id} {handle.decision} ({state}): {text}\n")
+
+    @property
+    def output_ms(self) -> int:
+        """Answer audio written to `output.wav`."""
+        return self._output.duration_ms if self._output else 0
+
+    def finish(self, result: dict[str, Any]) -> Path:
+        """Flush transcripts, close files and write `result.json` (also after a failure)."""
+        with contextlib.suppress(OSError):
+            self._write_transcripts(final=True)
+        (self.dir / "transcript.txt").touch()
+        if self._output is None:
+            GrowingWav(self.dir / "output.wav", self.output_sample_rate_hz).close()
+        for wav in (self._output, *self._per_response.values()):
+            if wav is not None:
+                wav.close()
+        with contextlib.suppress(OSError):
+            self._events.close()
+        path = self.dir / "result.json"
+        write_json_atomic(path, result)
+        return path
