@@ -1,1 +1,59 @@
 """Sans-I/O framing: unit grid, media clock, framer and input timeline."""
+
+from duplex_client.framing.clock import PACINGS, MediaClock, Pacing, SendTiming
+from duplex_client.framing.framer import Framer, FramingError
+from duplex_client.framing.invariants import check_timeline
+from duplex_client.framing.plan import (
+    DEFAULT_CHUNK_MS,
+    SEGMENTS,
+    SOUNDTRACK_POLICIES,
+    FramerConfig,
+    FramingReport,
+    PlannedAppend,
+    Segment,
+    SoundtrackPolicy,
+    StreamPosition,
+)
+from duplex_client.framing.sources import (
+    BYTES_PER_SAMPLE,
+    INPUT_SAMPLE_RATE_HZ,
+    BytesPcmSource,
+    EncodedImage,
+    FrameGroup,
+    FrameSampler,
+    PcmSource,
+)
+from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME, InputTimeline
+from duplex_client.framing.units import UnitGrid, ms_to_samples, samples_to_ms
+
+__all__ = [
+    "BYTES_PER_SAMPLE",
+    "DEFAULT_CHUNK_MS",
+    "INPUT_SAMPLE_RATE_HZ",
+    "PACINGS",
+    "SCHEMA_VERSION",
+    "SEGMENTS",
+    "SOUNDTRACK_POLICIES",
+    "TIMELINE_FILENAME",
+    "BytesPcmSource",
+    "EncodedImage",
+    "FrameGroup",
+    "FrameSampler",
+    "Framer",
+    "FramerConfig",
+    "FramingError",
+    "FramingReport",
+    "InputTimeline",
+    "MediaClock",
+    "Pacing",
+    "PcmSource",
+    "PlannedAppend",
+    "Segment",
+    "SendTiming",
+    "SoundtrackPolicy",
+    "StreamPosition",
+    "UnitGrid",
+    "check_timeline",
+    "ms_to_samples",
+    "samples_to_ms",
+]

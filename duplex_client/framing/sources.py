@@ -94,3 +94,15 @@ class BytesPcmSource:
             "duration_ms": samples * 1000 // INPUT_SAMPLE_RATE_HZ,
             "sha256": None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class MediaInput:
+    """One stream's input: optional PCM and optional frames (a clip, a WAV, a still image).
+
+    A video's own soundtrack is recognised by `pcm.info()["kind"] == "video_soundtrack"`,
+    which is what makes the soundtrack policy apply.
+    """
+
+    pcm: PcmSource | None = None
+    frames: FrameSampler | None = None

@@ -1,0 +1,323 @@
+"""The framer: PCM and frames in, appends on the server's unit grid out (protocol.md §4, §13)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from duplex_client.framing.plan import (
+    SEGMENTS,
+    SOUNDTRACK_POLICIES,
+    FramerConfig,
+    FramingReport,
+    PlannedAppend,
+    Segment,
+    SoundtrackPolicy,
+    StreamPosition,
+)
+from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup, FrameSampler, PcmSource
+from duplex_client.framing.units import ms_to_samples, samples_to_ms
+from duplex_client.protocol.capabilities import UnitKind
+
+_BPS = BYTES_PER_SAMPLE
+
+
+class FramingError(ValueError):
+    """The input cannot be framed for this session (e.g. video required but no frames)."""
+
+
+@dataclass(slots=True)
+class _Clip:
+    """A stream's frame source and how far its clip reaches on the media clock."""
+
+    sampler: FrameSampler | None
+    origin_ms: int
+    length_ms: int | None = None  # None while the clip itself is being framed
+
+
+def _held(group: FrameGroup) -> FrameGroup:
+    return group if group.held else replace(group, held=True)
+
+
+class Framer:
+    """Cuts streams into planned appends, keeping one position across successive streams.
+
+    Each `plan(...)` continues where the previous stream ended (media time, unit numbering,
+    cumulative audio and the open unit), so a tail or a second audio file stays on the
+    same timelines. The framer never sleeps and never touches the network.
+    """
+
+    def __init__(self, config: FramerConfig | None = None, position: StreamPosition | None = None):
+        self.config = config or FramerConfig()
+        self.report = FramingReport()
+        self._load(position or StreamPosition())
+
+    def _load(self, pos: StreamPosition) -> None:
+        self._media = ms_to_samples(pos.media_ms, self.config.grid.sample_rate_hz)
+        self._unit_index = pos.unit_index
+        self._audio = pos.audio_samples
+        self._audio_unit = pos.audio_unit_index
+        self._unit_start = pos.unit_start_samples
+        self._had_audio = pos.clip_had_audio
+        self._last = pos.last_frames
+
+    @property
+    def position(self) -> StreamPosition:
+        """Where the planned appends so far have left the timelines."""
+        return StreamPosition(
+            media_ms=samples_to_ms(self._media, self.config.grid.sample_rate_hz),
+            unit_index=self._unit_index,
+            audio_samples=self._audio,
+            audio_unit_index=self._audio_unit,
+            unit_start_samples=self._unit_start,
+            clip_had_audio=self._had_audio,
+            last_frames=self._last,
+        )
+
+    def plan(
+        self,
+        pcm: PcmSource | None = None,
+        frames: FrameSampler | None = None,
+        *,
+        tail_silence_ms: int = 0,
+        soundtrack_policy: SoundtrackPolicy | None = None,
+        segment: Segment = "clip",
+    ) -> Iterator[PlannedAppend]:
+        """The appends of one stream: the clip (`pcm` and/or `frames`), then the tail silence.
+
+        `soundtrack_policy` applies when `pcm` is a video's soundtrack; None sends it whole
+        (external audio). Without `pcm`, `frames` alone become VISION units (or fallback
+        units of zero PCM when the session requires audio). The report and position are
+        final once the iterator is exhausted.
+        """
+        if segment not in SEGMENTS or segment == "tail":
+            raise ValueError(f"segment must be 'clip' or 'live', got {segment!r}")
+        if soundtrack_policy is not None and soundtrack_policy not in SOUNDTRACK_POLICIES:
+            raise ValueError(f"soundtrack_policy must be one of {SOUNDTRACK_POLICIES}")
+        if tail_silence_ms < 0:
+            raise ValueError("tail_silence_ms must not be negative")
+        needs_frames = pcm is not None or tail_silence_ms > 0
+        if self.config.video_required and frames is None and self._last is None and needs_frames:
+            raise FramingError("the session requires video but the stream has no frames")
+        return self._run(pcm, frames, tail_silence_ms, soundtrack_policy, segment)
+
+    def _run(
+        self,
+        pcm: PcmSource | None,
+        sampler: FrameSampler | None,
+        tail_ms: int,
+        policy: SoundtrackPolicy | None,
+        segment: Segment,
+    ) -> Iterator[PlannedAppend]:
+        rate = self.config.grid.sample_rate_hz
+        origin = self._media
+        report = FramingReport(
+            soundtrack_policy=policy if pcm is not None else None,
+            tail_silence_ms=tail_ms,
+            media_origin_ms=samples_to_ms(origin, rate),
+        )
+        self.report = report
+        if pcm is not None and sampler is None and not self.config.video_required:
+            self._last = None  # a clip without video must not inherit an earlier clip's frame
+        clip = _Clip(sampler, report.media_origin_ms)
+        had_audio = self._had_audio if pcm is None and sampler is None else False
+        if pcm is not None:
+            yield from self._clip_audio(pcm, policy, segment, clip, report)
+            had_audio = report.has_audio
+        if not had_audio and sampler is not None:
+            yield from self._frame_units(sampler.duration_ms, segment, clip)
+        report.clip_ms = samples_to_ms(self._media - origin, rate)
+        clip.length_ms = report.clip_ms
+        self._had_audio = had_audio
+        if tail_ms > 0:
+            if not had_audio and (sampler is not None or self._last is not None):
+                yield from self._frame_units(tail_ms, "tail", clip)
+            else:
+                yield from self._tail_audio(ms_to_samples(tail_ms, rate), clip, report)
+
+    # --- audio ---
+
+    def _unit_end(self) -> int:
+        return self._unit_start + self.config.grid.unit_length_samples(self._audio_unit)
+
+    def _unit_left(self) -> int:
+        return self._unit_end() - self._audio
+
+    def _clip_audio(
+        self,
+        pcm: PcmSource,
+        policy: SoundtrackPolicy | None,
+        segment: Segment,
+        clip: _Clip,
+        report: FramingReport,
+    ) -> Iterator[PlannedAppend]:
+        # Whole units are released as soon as they are buffered: at most one unit of
+        # look-ahead, which is what `trim` needs to know whether the last unit completes.
+        rate = self.config.grid.sample_rate_hz
+        buf = bytearray()
+        total = 0
+        closed_any = False
+        for chunk in pcm.chunks():
+            buf += chunk
+            total += len(chunk)
+            need = self._unit_left() * _BPS
+            while len(buf) >= need:
+                unit = bytes(buf[:need])
+                del buf[:need]
+                yield from self._fill(unit, segment, None, clip)
+                closed_any = True
+                need = self._unit_left() * _BPS
+        rest = bytes(buf[: len(buf) - len(buf) % _BPS])
+        report.original_ms = samples_to_ms(total // _BPS, rate)
+        report.has_audio = total >= _BPS
+        if not rest:
+            return
+        if policy == "trim" and closed_any:
+            report.trimmed_ms = samples_to_ms(len(rest) // _BPS, rate)
+        elif policy in ("trim", "pad") or self.config.video_required:
+            pad = self._unit_left() * _BPS - len(rest)
+            report.padded_ms = samples_to_ms(pad // _BPS, rate)
+            yield from self._fill(rest + bytes(pad), segment, None, clip, pad_from=len(rest))
+        else:
+            yield from self._fill(rest, segment, None, clip)
+
+    def _tail_audio(
+        self, samples: int, clip: _Clip, report: FramingReport
+    ) -> Iterator[PlannedAppend]:
+        left = samples
+        while left > 0:
+            n = min(self._unit_left(), left)
+            yield from self._fill(bytes(n * _BPS), "tail", False, clip)
+            left -= n
+        if self.config.video_required and self._audio > self._unit_start:
+            # Every append must close a unit with frames: round the tail up to the boundary.
+            pad = self._unit_left()
+            report.padded_ms += samples_to_ms(pad, self.config.grid.sample_rate_hz)
+            yield from self._fill(bytes(pad * _BPS), "tail", False, clip)
+
+    def _fill(
+        self,
+        pcm: bytes,
+        segment: Segment,
+        is_speech: bool | None,
+        clip: _Clip,
+        *,
+        pad_from: int | None = None,
+        fallback: bool = False,
+    ) -> Iterator[PlannedAppend]:
+        """Appends for `pcm`, which fits in the open unit; chunks are phased from the unit start."""
+        total = len(pcm) // _BPS
+        done = 0
+        while done < total:
+            end = self._unit_end()
+            step = (
+                end - self._unit_start if self.config.video_required else self.config.chunk_samples
+            )
+            into = self._audio - self._unit_start
+            cut = min(self._unit_start + (into // step + 1) * step, end)
+            n = min(cut - self._audio, total - done)
+            speech = False if pad_from is not None and done * _BPS >= pad_from else is_speech
+            piece = pcm[done * _BPS : (done + n) * _BPS]
+            yield self._audio_append(piece, segment, speech, clip, end, fallback)
+            done += n
+
+    def _audio_append(
+        self,
+        piece: bytes,
+        segment: Segment,
+        is_speech: bool | None,
+        clip: _Clip,
+        unit_end: int,
+        fallback: bool,
+    ) -> PlannedAppend:
+        rate = self.config.grid.sample_rate_hz
+        n = len(piece) // _BPS
+        start, end = self._audio, self._audio + n
+        m0, m1 = self._media, self._media + n
+        frames: FrameGroup | None = None
+        kind: UnitKind | None = None
+        index: int | None = None
+        if end == unit_end:
+            unit_len = unit_end - self._unit_start
+            frames = self._pick(samples_to_ms(m1 - unit_len, rate), samples_to_ms(m1, rate), clip)
+            if frames is None and self.config.video_required:
+                raise FramingError("the session requires video but a unit has no frame")
+            kind = UnitKind.AUDIO if frames is None else UnitKind.OMNI
+            index = self._unit_index
+            self._unit_index += 1
+            self._audio_unit += 1
+            self._unit_start = end
+        self._audio, self._media = end, m1
+        self.report.appends += 1
+        return PlannedAppend(
+            segment=segment,
+            pcm=piece,
+            audio_start_samples=start,
+            audio_end_samples=end,
+            duration_ms=samples_to_ms(n, rate),
+            audio_end_ms=samples_to_ms(end, rate),
+            is_speech=is_speech,
+            frames=frames,
+            unit_kind=kind,
+            unit_index=index,
+            media_start_ms=samples_to_ms(m0, rate),
+            media_end_ms=samples_to_ms(m1, rate),
+            fallback=fallback,
+        )
+
+    # --- frames ---
+
+    def _frame_units(self, span_ms: int, segment: Segment, clip: _Clip) -> Iterator[PlannedAppend]:
+        """Frame-only units covering `span_ms` of media: VISION, or fallback zero PCM."""
+        rate = self.config.grid.sample_rate_hz
+        end = self._media + ms_to_samples(span_ms, rate)
+        while self._media < end:
+            if self._audio > self._unit_start or not self.config.vision_allowed:
+                # Zero PCM up to the next boundary stands in for the VISION unit; this also
+                # finishes a partly filled audio unit before any VISION unit is sent.
+                zeros = bytes(self._unit_left() * _BPS)
+                yield from self._fill(zeros, segment, False, clip, fallback=True)
+                continue
+            m0, m1 = self._media, self._media + self.config.grid.period_samples
+            frames = self._pick(samples_to_ms(m0, rate), samples_to_ms(m1, rate), clip)
+            self._media = m1
+            if frames is None:
+                if self.config.video_required:
+                    raise FramingError("the session requires video but a unit has no frame")
+                continue
+            yield self._vision_append(segment, frames, m0, m1)
+
+    def _vision_append(
+        self, segment: Segment, frames: FrameGroup, m0: int, m1: int
+    ) -> PlannedAppend:
+        rate = self.config.grid.sample_rate_hz
+        index = self._unit_index
+        self._unit_index += 1
+        self.report.appends += 1
+        return PlannedAppend(
+            segment=segment,
+            pcm=b"",
+            audio_start_samples=self._audio,
+            audio_end_samples=self._audio,
+            duration_ms=0,
+            audio_end_ms=samples_to_ms(self._audio, rate),
+            is_speech=False,
+            frames=frames,
+            unit_kind=UnitKind.VISION,
+            unit_index=index,
+            media_start_ms=samples_to_ms(m0, rate),
+            media_end_ms=samples_to_ms(m1, rate),
+        )
+
+    def _pick(self, start_ms: int, end_ms: int, clip: _Clip) -> FrameGroup | None:
+        """The unit's frame group: sampled at its start within the clip, else the last one held."""
+        rel_start, rel_end = start_ms - clip.origin_ms, end_ms - clip.origin_ms
+        within = clip.length_ms is None or rel_start < clip.length_ms
+        if clip.sampler is not None and (within or self._last is None):
+            group = clip.sampler.group_for_unit(max(0, rel_start), max(0, rel_end))
+            if group is not None:
+                if group.composite is not None and self.config.max_frames < 2:
+                    group = replace(group, composite=None)
+                self._last = group
+                return group
+        return None if self._last is None else _held(self._last)

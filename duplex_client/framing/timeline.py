@@ -1,0 +1,393 @@
+"""`input_timeline.json`: the record of every append and commit sent (protocol.md §14)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from duplex_client.framing.clock import MediaClock, Pacing, SendTiming
+from duplex_client.framing.plan import PlannedAppend
+from duplex_client.framing.redact import (
+    SLIDING_WINDOW_KEYS,
+    audio_source_facts,
+    safe_scalar,
+    safe_url,
+    video_facts,
+)
+from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ, FrameGroup
+from duplex_client.framing.units import UnitGrid
+from duplex_client.protocol.capabilities import Capabilities, UnitKind
+from duplex_client.protocol.server_events import (
+    ErrorEvent,
+    InputAudioBufferCommitted,
+    ServerEvent,
+)
+
+SCHEMA_VERSION = 1
+TIMELINE_FILENAME = "input_timeline.json"
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def frame_records(group: FrameGroup | None) -> list[dict[str, Any]]:
+    """Per-image facts for a row: role, source pts, held, size and sha256 (never the bytes)."""
+    if group is None:
+        return []
+    out: list[dict[str, Any]] = []
+    for role, image in zip(("base", "composite"), group.images, strict=False):
+        pts = list(image.pts_ms) if isinstance(image.pts_ms, tuple) else image.pts_ms
+        record: dict[str, Any] = {
+            "role": role,
+            "source_pts_ms": pts,
+            "held": group.held,
+            "bytes": len(image.data),
+            "sha256": hashlib.sha256(image.data).hexdigest(),
+        }
+        if image.width and image.height:
+            record["width"], record["height"] = image.width, image.height
+        out.append(record)
+    return out
+
+
+class InputTimeline:
+    """Rows for every append and commit of one client session, written as §14 JSON.
+
+    Rows are added as events are sent; acknowledgements and errors are filled in by
+    `observe(event)` (or `acknowledge`/`record_error`). Only facts are kept: sizes,
+    hashes, times and ids, never audio or image payloads, voices, tokens or keys.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        url: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.session: dict[str, Any] = {}
+        self.set_session(session_id=session_id, model=model, url=url)
+        self.path = None if path is None else Path(path)
+        self.clock: MediaClock | None = None
+        self.pacing: Pacing = "realtime"
+        self.input_format = {
+            "encoding": "pcm16",
+            "sample_rate_hz": INPUT_SAMPLE_RATE_HZ,
+            "channels": 1,
+        }
+        self.unit_grid: dict[str, Any] | None = None
+        self.chunk_ms: int | None = None
+        self.media_origin_ms: int | None = None
+        self.tail_silence_ms = 0
+        self.soundtrack_policy: dict[str, Any] | None = None
+        self.audio_source: dict[str, Any] | None = None
+        self.video: dict[str, Any] | None = None
+        self.sliding_window: dict[str, Any] = {}
+        self.appends: list[dict[str, Any]] = []
+        self.commits: list[dict[str, Any]] = []
+        self.reconnects: list[dict[str, Any]] = []
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._listening: set[int] = set()
+
+    # --- settings ---
+
+    def set_session(
+        self, *, session_id: str | None = None, model: str | None = None, url: str | None = None
+    ) -> None:
+        """Session id, model and target URL (credentials are stripped from the URL)."""
+        self.session = {
+            "session_id": session_id or self.session.get("session_id"),
+            "model": model or self.session.get("model"),
+            "url": safe_url(url) or self.session.get("url"),
+        }
+
+    def set_sliding_window(self, extra_body: Mapping[str, Any] | None) -> None:
+        """The sliding-window knobs exactly as sent in `extra_body` (other keys ignored)."""
+        body = extra_body or {}
+        self.sliding_window = {k: safe_scalar(body[k]) for k in SLIDING_WINDOW_KEYS if k in body}
+
+    def set_unit_grid(
+        self, grid: UnitGrid, caps: Capabilities | None = None, *, source: str | None = None
+    ) -> None:
+        """The grid the framer used, where it came from and the kind/modality facts."""
+        caps = caps or Capabilities()
+        if source is None:
+            advertised = "first_unit_ms" in caps.raw or "chunk_period_ms" in caps.raw
+            source = "capabilities" if advertised else "default"
+        self.unit_grid = {
+            **grid.describe(),
+            "source": source,
+            "input_unit_kinds": [k.value for k in UnitKind if k in caps.input_unit_kinds],
+            "required_input_modalities": list(caps.required_input_modalities),
+        }
+
+    def describe_stream(
+        self,
+        *,
+        chunk_ms: int,
+        media_origin_ms: int,
+        tail_silence_ms: int = 0,
+        audio_source: Mapping[str, Any] | None = None,
+        video: Mapping[str, Any] | None = None,
+        soundtrack: Mapping[str, Any] | None = None,
+        pacing: Pacing | None = None,
+    ) -> None:
+        """Framer settings of a stream; the first stream's describe the file, tails add up."""
+        first = self.chunk_ms is None
+        self.tail_silence_ms += tail_silence_ms
+        if pacing is not None:
+            self.pacing = pacing
+        if not first:
+            return
+        self.chunk_ms = chunk_ms
+        self.media_origin_ms = media_origin_ms
+        self.audio_source = audio_source_facts(audio_source)
+        self.video = video_facts(video)
+        self.soundtrack_policy = dict(soundtrack) if soundtrack is not None else None
+
+    # --- rows ---
+
+    def _offset_now(self) -> float | None:
+        if self.clock is None or not self.clock.started:
+            return None
+        return self.clock.offset_ms()
+
+    def add_append(
+        self, append: PlannedAppend, event_id: str, timing: SendTiming
+    ) -> dict[str, Any]:
+        """Record one sent append."""
+        row: dict[str, Any] = {
+            "index": len(self.appends),
+            "event_id": event_id,
+            "segment": append.segment,
+            "unit_kind": None if append.unit_kind is None else append.unit_kind.value,
+            "unit_index": append.unit_index,
+            "media_start_ms": append.media_start_ms,
+            "media_end_ms": append.media_end_ms,
+            "duration_ms": append.duration_ms,
+            "audio_end_ms": append.audio_end_ms,
+            "is_speech": append.is_speech,
+            "scheduled_offset_ms": timing.scheduled_offset_ms,
+            "sent_offset_ms": timing.sent_offset_ms,
+            "lateness_ms": timing.lateness_ms,
+            "fallback": append.fallback,
+            "resends": [],
+            "error_code": None,
+            "frames": frame_records(append.frames),
+        }
+        self.appends.append(row)
+        self._rows[event_id] = row
+        return row
+
+    def add_commit(
+        self,
+        event_id: str,
+        timing: SendTiming,
+        *,
+        final: bool = True,
+        response_create: bool | None = None,
+    ) -> dict[str, Any]:
+        """Record one sent commit (acknowledged later by `observe`)."""
+        row: dict[str, Any] = {
+            "index": len(self.commits),
+            "event_id": event_id,
+            "after_append_index": self.appends[-1]["index"] if self.appends else None,
+            "scheduled_offset_ms": timing.scheduled_offset_ms,
+            "sent_offset_ms": timing.sent_offset_ms,
+            "final": final,
+            "response_create": response_create,
+            "error_code": None,
+            "acknowledged": None,
+        }
+        self.commits.append(row)
+        self._rows[event_id] = row
+        return row
+
+    def add_resend(self, event_id: str, sent_offset_ms: float, attempt: int) -> bool:
+        """Note a resend of an append after a resume; False if the id is unknown."""
+        row = self._rows.get(event_id)
+        if row is None or "resends" not in row:
+            return False
+        row["resends"].append({"sent_offset_ms": round(sent_offset_ms, 3), "attempt": attempt})
+        return True
+
+    def add_reconnect(
+        self,
+        *,
+        started_offset_ms: float,
+        resumed_offset_ms: float | None,
+        attempts: int,
+        outcome: str,
+        resent_appends: int = 0,
+    ) -> dict[str, Any]:
+        """Record one reconnection (`outcome`: resumed, resync_required or failed)."""
+        row = {
+            "started_offset_ms": round(started_offset_ms, 3),
+            "resumed_offset_ms": None if resumed_offset_ms is None else round(resumed_offset_ms, 3),
+            "attempts": attempts,
+            "outcome": outcome,
+            "resent_appends": resent_appends,
+        }
+        self.reconnects.append(row)
+        return row
+
+    def acknowledge(
+        self,
+        client_event_id: str | None,
+        *,
+        received_offset_ms: float | None,
+        audio_end_ms: int | None,
+        no_response: bool = False,
+    ) -> bool:
+        """Fill a commit row's acknowledgement; False if no commit row has that id."""
+        row = self._rows.get(client_event_id or "")
+        if row is None or "acknowledged" not in row:
+            return False
+        row["acknowledged"] = {
+            "received_offset_ms": None
+            if received_offset_ms is None
+            else round(received_offset_ms, 3),
+            "audio_end_ms": audio_end_ms,
+            "no_response": no_response,
+        }
+        return True
+
+    def record_error(self, event_id: str | None, code: str | None) -> bool:
+        """Fill `error_code` on the append or commit row with that `event_id`."""
+        row = self._rows.get(event_id or "")
+        if row is None:
+            return False
+        row["error_code"] = code
+        return True
+
+    def observe(self, event: ServerEvent, received_offset_ms: float | None = None) -> bool:
+        """Apply a server event to the rows (commit acknowledgements, echoed errors)."""
+        when = self._offset_now() if received_offset_ms is None else received_offset_ms
+        if isinstance(event, InputAudioBufferCommitted):
+            return self.acknowledge(
+                event.client_event_id,
+                received_offset_ms=when,
+                audio_end_ms=event.audio_end_ms,
+                no_response=event.no_response,
+            )
+        if isinstance(event, ErrorEvent):
+            return self.record_error(event.error.event_id, event.code)
+        return False
+
+    def on_event(self, event: ServerEvent, received_at: float) -> None:
+        """An event listener: `received_at` is a reading of the media clock's time source."""
+        offset = (
+            None
+            if self.clock is None or not self.clock.started
+            else self.clock.offset_ms(received_at)
+        )
+        self.observe(event, offset)
+
+    def listen_to(self, client: Any) -> None:
+        """Register `on_event` with a client's `add_listener` once per client."""
+        if id(client) not in self._listening:
+            self._listening.add(id(client))
+            client.add_listener(self.on_event)
+
+    # --- output ---
+
+    def totals(self) -> dict[str, Any]:
+        """Counts, audio and lateness percentiles summarising the rows."""
+        units = {k.value: 0 for k in (UnitKind.AUDIO, UnitKind.OMNI, UnitKind.VISION)}
+        frames = {"base": 0, "composite": 0}
+        late: list[float] = []
+        for row in self.appends:
+            if row["unit_kind"] is not None:
+                units[row["unit_kind"]] += 1
+            for image in row["frames"]:
+                frames[image["role"]] += 1
+            if row["lateness_ms"] is not None:
+                late.append(row["lateness_ms"])
+        audio_ms = 0
+        if self.appends:
+            first = self.appends[0]
+            audio_ms = self.appends[-1]["audio_end_ms"] - (
+                first["audio_end_ms"] - first["duration_ms"]
+            )
+        lateness = None
+        if self.pacing == "realtime" and late:
+            lateness = {
+                "p50": round(_percentile(late, 0.5), 3),
+                "p99": round(_percentile(late, 0.99), 3),
+                "max": round(max(late), 3),
+            }
+        return {
+            "appends": len(self.appends),
+            "audio_ms": audio_ms,
+            "units": units,
+            "fallback_units": sum(1 for r in self.appends if r["fallback"] and r["unit_kind"]),
+            "frames": frames,
+            "commits": len(self.commits),
+            "resends": sum(len(r["resends"]) for r in self.appends),
+            "lateness_ms": lateness,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole document, in §14 field order."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "clock": {
+                "source": "client_monotonic",
+                "origin": "stream_start",
+                "pacing": self.pacing,
+            },
+            "session": dict(self.session),
+            "input_format": dict(self.input_format),
+            "unit_grid": self.unit_grid or {**UnitGrid().describe(), "source": "default"},
+            "chunk_ms": self.chunk_ms,
+            "media_origin_ms": self.media_origin_ms,
+            "tail_silence_ms": self.tail_silence_ms,
+            "soundtrack_policy": self.soundtrack_policy,
+            "audio_source": self.audio_source,
+            "video": self.video,
+            "sliding_window": dict(self.sliding_window),
+            "appends": [dict(r) for r in self.appends],
+            "commits": [dict(r) for r in self.commits],
+            "reconnects": [dict(r) for r in self.reconnects],
+            "totals": self.totals(),
+        }
+
+    def write(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write atomically (temporary file in the same directory, then rename)."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise ValueError("no path to write the timeline to")
+        if target.is_dir():
+            target = target / TIMELINE_FILENAME
+        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return target
+
+    def write_best_effort(self, path: str | os.PathLike[str] | None = None) -> Path | None:
+        """`write`, swallowing any failure (for interrupted runs); the path written or None."""
+        try:
+            return self.write(path)
+        except Exception:
+            return None
