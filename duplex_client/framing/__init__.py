@@ -21,6 +21,7 @@ from duplex_client.framing.sources import (
     EncodedImage,
     FrameGroup,
     FrameSampler,
+    MediaInput,
     PcmSource,
 )
 from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME, InputTimeline
@@ -45,6 +46,7 @@ __all__ = [
     "FramingReport",
     "InputTimeline",
     "MediaClock",
+    "MediaInput",
     "Pacing",
     "PcmSource",
     "PlannedAppend",

@@ -185,15 +185,18 @@ class Framer:
         self, samples: int, clip: _Clip, report: FramingReport
     ) -> Iterator[PlannedAppend]:
         left = samples
+        if self.config.video_required:
+            # Every append must close a unit with frames: round the tail up to a boundary.
+            covered, k = self._unit_left(), self._audio_unit
+            while covered < left:
+                k += 1
+                covered += self.config.grid.unit_length_samples(k)
+            report.padded_ms += samples_to_ms(covered - left, self.config.grid.sample_rate_hz)
+            left = covered
         while left > 0:
             n = min(self._unit_left(), left)
             yield from self._fill(bytes(n * _BPS), "tail", False, clip)
             left -= n
-        if self.config.video_required and self._audio > self._unit_start:
-            # Every append must close a unit with frames: round the tail up to the boundary.
-            pad = self._unit_left()
-            report.padded_ms += samples_to_ms(pad, self.config.grid.sample_rate_hz)
-            yield from self._fill(bytes(pad * _BPS), "tail", False, clip)
 
     def _fill(
         self,

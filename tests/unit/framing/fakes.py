@@ -69,25 +69,24 @@ class FakeSampler:
                 "jpeg_quality": 90, "frame_max_side": 0}  # fmt: skip
 
 
+PROFILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "minicpmo": (("AUDIO", "VISION", "OMNI"), ()),
+    "audio_required": (("AUDIO", "OMNI"), ("audio",)),
+    "video_required": (("VISION", "OMNI"), ("video",)),
+}
+
+
 def caps(
-    *,
-    first: int = 1000,
-    period: int = 1000,
-    kinds: Sequence[str] = ("AUDIO", "VISION", "OMNI"),
-    required: Sequence[str] = (),
-    max_frames: int = 2,
+    profile: str = "minicpmo", *, first: int = 1000, period: int = 1000, max_frames: int = 2
 ) -> Capabilities:
-    """Capabilities with the given grid and unit kinds."""
+    """Capabilities of a profile (legal unit kinds, required modalities) with the given grid."""
+    kinds, required = PROFILES[profile]
     optional = [m for m in ("audio", "video") if m not in required]
     return Capabilities.from_dict(
         {"first_unit_ms": first, "chunk_period_ms": period, "input_unit_kinds": list(kinds),
          "required_input_modalities": list(required), "optional_input_modalities": optional,
          "max_frames_per_append": max_frames}
     )  # fmt: skip
-
-
-AUDIO_REQUIRED = {"kinds": ("AUDIO", "OMNI"), "required": ("audio",)}
-VIDEO_REQUIRED = {"kinds": ("VISION", "OMNI"), "required": ("video",)}
 
 
 class FakeClock:

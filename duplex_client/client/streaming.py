@@ -1,0 +1,250 @@
+"""Stream a source to a session: framer appends released on the media clock (protocol.md §13)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.framer import Framer
+from duplex_client.framing.plan import (
+    DEFAULT_CHUNK_MS,
+    FramerConfig,
+    FramingReport,
+    SoundtrackPolicy,
+    StreamPosition,
+)
+from duplex_client.framing.sources import BytesPcmSource, FrameSampler, MediaInput, PcmSource
+from duplex_client.framing.timeline import InputTimeline
+from duplex_client.framing.units import UnitGrid, samples_to_ms
+from duplex_client.protocol.capabilities import Capabilities
+from duplex_client.protocol.server_events import ServerEvent
+
+#: Deadlines are met to within this much (guards against float residue in sleep loops).
+_DEADLINE_SLACK_S = 1e-6
+_SOUNDTRACK_KIND = "video_soundtrack"
+
+Source = MediaInput | PcmSource | bytes | None
+
+
+class StreamTarget(Protocol):
+    """What `stream` needs from a session client (`DuplexClient` satisfies it)."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The server's capabilities from the handshake."""
+        ...
+
+    @property
+    def audio_end_ms(self) -> int:
+        """Cumulative audio sent so far, rounded ms."""
+        ...
+
+    async def append_input(
+        self,
+        pcm: bytes | None = None,
+        *,
+        video_frames: Sequence[bytes | str] = (),
+        is_speech: bool | None = None,
+        media_start_ms: int | None = None,
+        media_end_ms: int | None = None,
+        unit_index: int | None = None,
+    ) -> str:
+        """Send one append (no PCM with frames: a VISION unit); returns the event id sent."""
+        ...
+
+    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
+        """Send a commit; returns the event id sent."""
+        ...
+
+
+@runtime_checkable
+class _Listenable(Protocol):
+    def add_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResult:
+    """What a stream sent, and where a follow-up stream continues (pass `position`, `clock`)."""
+
+    position: StreamPosition
+    clock: MediaClock
+    report: FramingReport
+    append_event_ids: tuple[str, ...]
+    commit_event_id: str | None
+    media_end_ms: int
+
+    @property
+    def appends(self) -> int:
+        """Number of appends sent."""
+        return len(self.append_event_ids)
+
+
+def _split_source(
+    source: Source, frames: FrameSampler | None
+) -> tuple[PcmSource | None, FrameSampler | None]:
+    if isinstance(source, MediaInput):
+        if frames is not None and source.frames is not None:
+            raise ValueError("frames given twice (in the MediaInput and as frames=)")
+        return source.pcm, source.frames or frames
+    if isinstance(source, bytes | bytearray):
+        return BytesPcmSource(bytes(source)), frames
+    return source, frames
+
+
+async def _sleep_until(
+    clock: MediaClock, media_ms: float, sleep: Callable[[float], Awaitable[None]]
+) -> None:
+    while (wait := clock.wait_s(media_ms)) > _DEADLINE_SLACK_S:
+        await sleep(wait)
+
+
+def _start_position(
+    target: StreamTarget, clock: MediaClock, grid: UnitGrid, position: StreamPosition | None
+) -> StreamPosition:
+    if position is None:
+        media = clock.media_now_ms() if clock.started else 0
+        return StreamPosition.after_audio(target.audio_end_ms, grid, media_ms=media)
+    sent_ms = samples_to_ms(position.audio_samples, grid.sample_rate_hz)
+    if abs(sent_ms - target.audio_end_ms) > 1:
+        raise ValueError(
+            f"position says {sent_ms} ms of audio were sent, the session says "
+            f"{target.audio_end_ms} ms: continue from the result of the previous stream"
+        )
+    return position
+
+
+async def stream(
+    target: StreamTarget,
+    source: Source = None,
+    *,
+    frames: FrameSampler | None = None,
+    tail_silence_s: float = 0.0,
+    realtime: bool | None = None,
+    chunk_ms: int = DEFAULT_CHUNK_MS,
+    soundtrack_policy: SoundtrackPolicy = "trim",
+    commit: bool = True,
+    response_create: bool | None = None,
+    timeline: InputTimeline | None = None,
+    clock: MediaClock | None = None,
+    position: StreamPosition | None = None,
+    media_origin_ms: int | None = None,
+    unit_index: int | None = None,
+    grid: UnitGrid | None = None,
+    segment: Literal["clip", "live"] = "clip",
+    now: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> StreamResult:
+    """Frame `source` (+ `tail_silence_s` of silence) onto the session's unit grid and send it.
+
+    Append k is released at `t0 + media_start_ms(k)` (realtime) or back to back (asap,
+    `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
+    the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
+    `PcmSource` or a `MediaInput` (PCM and/or frames); a video soundtrack gets
+    `soundtrack_policy`, other audio is sent whole. To continue a previous stream (same
+    media timeline, unit numbering and t0) pass its result's `position` and `clock`;
+    `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
+    (ignored for `now` when `clock` is given). Each append and the commit are recorded in
+    `timeline`, which is written to its `path` (if set) when the stream ends.
+    """
+    if tail_silence_s < 0:
+        raise ValueError("tail_silence_s must not be negative")
+    if clock is None:
+        clock = MediaClock("asap" if realtime is False else "realtime", now=now)
+    elif realtime is not None and realtime != clock.realtime:
+        raise ValueError(f"realtime={realtime} contradicts the clock's pacing {clock.pacing!r}")
+    caps = target.capabilities
+    config = FramerConfig.from_capabilities(caps, chunk_ms=chunk_ms, grid=grid)
+    pcm, sampler = _split_source(source, frames)
+    audio_info = pcm.info() if pcm is not None else None
+    soundtrack = audio_info is not None and audio_info.get("kind") == _SOUNDTRACK_KIND
+    start = _start_position(target, clock, config.grid, position)
+    start = start.moved(media_ms=media_origin_ms, unit_index=unit_index)
+    framer = Framer(config, start)
+    tail_ms = round(tail_silence_s * 1000)
+    plan = framer.plan(
+        pcm,
+        sampler,
+        tail_silence_ms=tail_ms,
+        soundtrack_policy=soundtrack_policy if soundtrack else None,
+        segment=segment,
+    )
+    describes = False
+    if timeline is not None:
+        describes = _prepare_timeline(
+            timeline, target, clock, caps, config, grid, start, tail_ms, audio_info, sampler
+        )
+    clock.start(start.media_ms)
+    ids: list[str] = []
+    commit_id: str | None = None
+    end_ms = start.media_ms
+    try:
+        for append in plan:
+            if clock.realtime:
+                await _sleep_until(clock, append.media_start_ms, sleep)
+            sent_at = clock.now()
+            event_id = await target.append_input(
+                append.pcm or None,
+                video_frames=append.video_frames,
+                is_speech=append.is_speech,
+                media_start_ms=append.media_start_ms,
+                media_end_ms=append.media_end_ms,
+                unit_index=append.unit_index,
+            )
+            ids.append(event_id)
+            end_ms = append.media_end_ms
+            if timeline is not None:
+                timeline.add_append(append, event_id, clock.timing(append.media_start_ms, sent_at))
+        if describes and timeline is not None:
+            timeline.soundtrack_policy = framer.report.soundtrack_record()
+        end = framer.position
+        if commit and ids:
+            if clock.realtime:
+                await _sleep_until(clock, end_ms, sleep)
+            sent_at = clock.now()
+            commit_id = await target.commit(final=True, create_response=response_create)
+            if timeline is not None:
+                timeline.add_commit(
+                    commit_id, clock.timing(end_ms, sent_at), response_create=response_create
+                )
+            end = end.after_commit()
+    except BaseException:
+        if timeline is not None and timeline.path is not None:
+            timeline.write_best_effort()
+        raise
+    if timeline is not None and timeline.path is not None:
+        timeline.write()
+    return StreamResult(end, clock, framer.report, tuple(ids), commit_id, end_ms)
+
+
+def _prepare_timeline(
+    timeline: InputTimeline,
+    target: StreamTarget,
+    clock: MediaClock,
+    caps: Capabilities,
+    config: FramerConfig,
+    grid: UnitGrid | None,
+    start: StreamPosition,
+    tail_ms: int,
+    audio_info: dict[str, Any] | None,
+    sampler: FrameSampler | None,
+) -> bool:
+    """Bind the timeline to this stream; True if this stream is the one describing the file."""
+    timeline.clock = clock
+    if isinstance(target, _Listenable):
+        timeline.listen_to(target)
+    first = timeline.chunk_ms is None
+    if first:
+        timeline.set_unit_grid(config.grid, caps, source="override" if grid else None)
+    timeline.describe_stream(
+        chunk_ms=config.chunk_ms,
+        media_origin_ms=start.media_ms,
+        tail_silence_ms=tail_ms,
+        audio_source=audio_info,
+        video=sampler.info() if first and sampler is not None else None,
+        pacing=clock.pacing,
+    )
+    return first
