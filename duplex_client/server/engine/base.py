@@ -1,0 +1,107 @@
+"""The engine interface: who decides listen/speak per unit or turn, and how answers sound."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from duplex_client.protocol.capabilities import UnitKind
+
+
+@dataclass(frozen=True, slots=True)
+class Speak:
+    """Open (or answer with) a response saying `text` (None: the engine composes one)."""
+
+    text: str | None = None
+    audio_ms: int | None = None
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Keep listening; no response."""
+
+    delay_ms: int = 0
+    reason: str = "model_listen"
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Fail with an error code (session-fatal codes end the session)."""
+
+    code: str
+    message: str = "scripted failure"
+    delay_ms: int = 0
+
+
+Decision = Speak | Listen | Fail
+
+
+@dataclass(frozen=True, slots=True)
+class UnitView:
+    """What the engine sees of one emitted unit."""
+
+    unit_index: int
+    kind: UnitKind
+    audio_unit_index: int | None
+    speech: bool
+    duration_ms: int
+    frames: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """What the engine sees of one committed turn (or of the open turn for `response.create`)."""
+
+    turn_id: int
+    units: tuple[UnitView, ...]
+    speech: bool
+    audio_ms: int
+
+    @property
+    def frames(self) -> int:
+        """Images across the turn's units."""
+        return sum(u.frames for u in self.units)
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    """One output delta: PCM16 bytes and the transcript piece spoken in it."""
+
+    pcm: bytes
+    text: str
+
+
+class Engine(Protocol):
+    """Decides and renders answers; must be deterministic for a given script and input."""
+
+    def decide_unit(self, unit: UnitView) -> Decision:
+        """The model's decision after hearing/seeing one unit (auto-response lane)."""
+        ...
+
+    def decide_commit(self, turn: TurnView, index: int) -> Decision:
+        """The decision at the end of the `index`-th final commit that asks for a response."""
+        ...
+
+    def decide_response_create(self, turns: Sequence[TurnView], index: int) -> Decision:
+        """The decision for the `index`-th `response.create`, answering from `turns`."""
+        ...
+
+    def compose(self, turns: Sequence[TurnView], unit: UnitView | None) -> str:
+        """A default answer text for a Speak decision without text."""
+        ...
+
+    def render(self, text: str, sample_rate_hz: int, audio_ms: int | None) -> list[AudioChunk]:
+        """The answer as output chunks (about 1 s of PCM16 each) with transcript pieces."""
+        ...
+
+    @property
+    def chunk_interval_ms(self) -> int:
+        """Wall-clock gap between output chunks (0: as fast as possible)."""
+        ...
+
+    @property
+    def unit_listen_events(self) -> bool:
+        """Whether each listened-to unit gets a standalone `response.listen`."""
+        ...

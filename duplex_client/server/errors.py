@@ -1,0 +1,79 @@
+"""Server-side error events: class per code and the nested `error` envelope (protocol.md §10)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from duplex_client.protocol.errors import (
+    INVALID_REQUEST_ERROR,
+    RATE_LIMIT_ERROR,
+    SERVER_ERROR,
+    SESSION_FATAL_CODES,
+    ErrorCode,
+)
+
+_RATE_LIMIT_CODES: Final = frozenset(
+    {ErrorCode.INPUT_BACKPRESSURE, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.DUPLEX_SESSION_BUSY}
+)
+_SERVER_CODES: Final = SESSION_FATAL_CODES | {
+    ErrorCode.SERVER_VAD_UNAVAILABLE,
+    ErrorCode.COMMIT_ABORTED,
+    ErrorCode.CONTEXT_OPERATION_FAILED,
+    ErrorCode.CONTEXT_OUTPUT_FAILED,
+}
+
+#: Errors scoped to one attachment (socket): never journaled, never carry `server_event_seq`.
+ENVELOPE_ERROR_CODES: Final = frozenset(
+    {
+        ErrorCode.INVALID_JSON,
+        ErrorCode.EVENT_TOO_LARGE,
+        ErrorCode.INVALID_EVENT_ACK,
+        ErrorCode.INVALID_SESSION_RESUME,
+        ErrorCode.SESSION_RESUME_EXPIRED,
+        ErrorCode.INVALID_RESUME_TOKEN,
+        ErrorCode.SESSION_RESUME_CONFLICT,
+        ErrorCode.UNSUPPORTED_SESSION_RESUME,
+    }
+)
+
+
+def error_class(code: str) -> str:
+    """`error.type` for a code: `rate_limit_error`, `server_error` or `invalid_request_error`."""
+    if code in _RATE_LIMIT_CODES:
+        return RATE_LIMIT_ERROR
+    if code in _SERVER_CODES:
+        return SERVER_ERROR
+    return INVALID_REQUEST_ERROR
+
+
+def is_session_fatal(code: str) -> bool:
+    """Whether an error with this code ends the session (scope S)."""
+    return code in SESSION_FATAL_CODES
+
+
+class Reject(Exception):
+    """A client event is refused with an error code (raised inside validation, caught once)."""
+
+    def __init__(self, code: str, message: str, param: str | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.param = param
+
+
+def error_event(
+    code: str, message: str, *, param: str | None = None, client_event_id: str | None = None
+) -> dict[str, Any]:
+    """The nested `error` event (without `event_id`, stamped when emitted)."""
+    body: dict[str, Any] = {"type": error_class(code), "code": code, "message": message}
+    if param is not None:
+        body["param"] = param
+    if client_event_id is not None:
+        body["event_id"] = client_event_id
+    return {"type": "error", "error": body}
+
+
+def client_event_id(event: dict[str, Any]) -> str | None:
+    """The client's `event_id`, if it sent a string one."""
+    value = event.get("event_id")
+    return value if isinstance(value, str) else None

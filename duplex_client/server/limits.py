@@ -1,0 +1,64 @@
+"""Configurable server limits with the defaults of protocol.md §11."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from duplex_client.protocol.capabilities import (
+    DEFAULT_MAX_FRAME_B64_CHARS,
+    DEFAULT_MAX_FRAMES_PER_APPEND,
+)
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-server and per-session limits; every one is configurable (tests use small values)."""
+
+    max_inbound_frame_bytes: int = 15 * MIB
+    max_pending_input_bytes: int = 16 * MIB
+    max_pending_turns: int = 4
+    max_frames_per_append: int = DEFAULT_MAX_FRAMES_PER_APPEND
+    max_frame_b64_chars: int = DEFAULT_MAX_FRAME_B64_CHARS
+    output_buffer_bytes: int = 2 * MIB
+    output_buffer_events: int = 512
+    output_reserve_bytes: int = 64 * 1024
+    output_reserve_events: int = 8
+    journal_bytes: int = 8 * MIB
+    journal_retention_s: float = 60.0
+    default_idle_timeout_s: float = 300.0
+    disconnect_grace_s: float = 30.0
+    max_sessions: int = 1
+    completed_id_cache: int = 256
+    first_message_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"limit {name} must be a positive number, got {value!r}")
+
+
+class InputBudget:
+    """The pending-input byte charge of one session (buffered PCM plus queued frame base64)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.charged = 0
+
+    def fits(self, extra: int) -> bool:
+        """Whether `extra` more bytes stay within the limit."""
+        return self.charged + extra <= self.limit
+
+    def charge(self, amount: int) -> None:
+        """Add `amount` bytes to the charge."""
+        self.charged += amount
+
+    def release(self, amount: int) -> None:
+        """Remove `amount` bytes from the charge (never below zero)."""
+        self.charged = max(0, self.charged - amount)
+
+    def reset(self) -> None:
+        """Drop the whole charge."""
+        self.charged = 0

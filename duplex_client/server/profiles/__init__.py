@@ -1,0 +1,49 @@
+"""Server profiles by name: `minicpmo` (default), `aura`; `joyai` comes with the speech engine."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from duplex_client.server.profiles.aura import AURA
+from duplex_client.server.profiles.base import Profile
+from duplex_client.server.profiles.minicpmo import MINICPMO, minicpmo_profile
+
+#: Profile names the CLI offers; `joyai` is reserved until its speech engine exists.
+PROFILE_NAMES = ("minicpmo", "aura", "joyai")
+
+
+class ProfileUnavailableError(ValueError):
+    """The named profile does not exist or is not implemented yet."""
+
+
+def get_profile(
+    name: str,
+    *,
+    require_audio: bool = False,
+    illegal_unit_code: str | None = None,
+    first_unit_ms: int | None = None,
+    ref_audio_required: bool = False,
+) -> Profile:
+    """The profile called `name`, with the emulation options applied."""
+    if name == "minicpmo":
+        return minicpmo_profile(
+            require_audio=require_audio,
+            illegal_unit_code=illegal_unit_code,
+            first_unit_ms=first_unit_ms,
+            ref_audio_required=ref_audio_required,
+        )
+    if name == "aura":
+        profile = AURA
+        if illegal_unit_code is not None:
+            profile = replace(profile, illegal_unit_code=illegal_unit_code)
+        if first_unit_ms is not None:
+            profile = replace(profile, first_unit_ms=first_unit_ms)
+        return replace(profile, ref_audio_required=ref_audio_required)
+    if name == "joyai":
+        raise ProfileUnavailableError(
+            "profile 'joyai' needs the speech engine (server VAD, ASR, TTS), not available yet"
+        )
+    raise ProfileUnavailableError(f"unknown profile {name!r}; choose from {PROFILE_NAMES}")
+
+
+__all__ = ["AURA", "MINICPMO", "PROFILE_NAMES", "Profile", "ProfileUnavailableError", "get_profile"]

@@ -1,0 +1,159 @@
+"""Sessions by id: open (max sessions), resume (tokens, takeover), and what remains after close."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server.config import ServerConfig
+from duplex_client.server.emitter import CloseSocket, Emitter, Output
+from duplex_client.server.engine.base import Engine
+from duplex_client.server.engine.script import ScriptedEngine
+from duplex_client.server.errors import Reject, client_event_id, error_event
+from duplex_client.server.session import DuplexSession
+from duplex_client.server.settings import apply_update, initial_settings
+
+log = logging.getLogger("duplex_client.server")
+_KEEP_CLOSED = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeResult:
+    """A resume attempt: the session on success, what to send, and the superseded generation."""
+
+    session: DuplexSession | None
+    outputs: list[Output]
+    replaced_generation: int | None = None
+
+
+class Registry:
+    """Live sessions (attached or in their disconnect grace) of one server; sans-I/O."""
+
+    def __init__(
+        self, config: ServerConfig, engine_factory: Callable[[], Engine] | None = None
+    ) -> None:
+        self.config = config
+        self.profile = config.resolve_profile()
+        self.engine_factory = engine_factory or (lambda: ScriptedEngine(config.script))
+        self.sessions: dict[str, DuplexSession] = {}
+        self.closed: OrderedDict[str, DuplexSession] = OrderedDict()
+        self._handshake = Emitter(beta_names=config.event_names == "beta", journal=None)
+
+    def handshake_error(self, rej: Reject, cid: str | None, close_code: int = 1008) -> list[Output]:
+        """A handshake-fatal error (scope H): the error event, then a close."""
+        event = error_event(rej.code, rej.message, param=rej.param, client_event_id=cid)
+        return [self._handshake.build(event), CloseSocket(close_code, rej.code)]
+
+    def open(self, event: dict[str, Any], now: float) -> tuple[DuplexSession | None, list[Output]]:
+        """Handle a first-message `session.update`: a new session, or a handshake error."""
+        cid = client_event_id(event)
+        limits = self.config.limits
+        if len(self.sessions) >= limits.max_sessions:
+            rej = Reject(
+                ErrorCode.RESOURCE_EXHAUSTED,
+                f"the server is at its session limit ({limits.max_sessions})",
+            )
+            return None, self.handshake_error(rej, cid, close_code=1011)
+        try:
+            settings = apply_update(
+                event.get("session"),
+                initial_settings(self.profile, limits.default_idle_timeout_s),
+                profile=self.profile,
+                handshake=True,
+                audio_started=False,
+            )
+        except Reject as rej:
+            return None, self.handshake_error(rej, cid)
+        session = DuplexSession(
+            session_id="duplex-" + secrets.token_hex(16),
+            profile=self.profile,
+            settings=settings,
+            engine=self.engine_factory(),
+            limits=limits,
+            faults=self.config.faults,
+            beta_names=self.config.event_names == "beta",
+            resumable=self.config.resumable,
+            now=now,
+        )
+        session.on_closed = self._on_closed
+        self.sessions[session.session_id] = session
+        log.info(
+            "session %s opened (profile %s, model %r)",
+            session.session_id,
+            self.profile.name,
+            settings.model,
+        )
+        return session, session.open(now)
+
+    def resume(self, event: dict[str, Any], now: float) -> ResumeResult:
+        """Handle a first-message `session.resume` (scope H errors leave the session untouched)."""
+        cid = client_event_id(event)
+        sid = event.get("session_id")
+        token = event.get("resume_token")
+        seq = event.get("last_received_server_event_seq", 0)
+        if seq is None:
+            seq = 0
+        if not self.config.resumable:
+            rej = Reject(ErrorCode.UNSUPPORTED_SESSION_RESUME, "this server does not resume")
+            return ResumeResult(None, self.handshake_error(rej, cid))
+        if (
+            not isinstance(sid, str)
+            or not isinstance(token, str)
+            or isinstance(seq, bool)
+            or not isinstance(seq, int)
+            or seq < 0
+        ):
+            rej = Reject(
+                ErrorCode.INVALID_SESSION_RESUME,
+                "session.resume needs session_id, resume_token and an integer seq",
+                "session_id" if not isinstance(sid, str) else "resume_token",
+            )
+            return ResumeResult(None, self.handshake_error(rej, cid))
+        session = self.sessions.get(sid)
+        if session is None or not session.can_resume:
+            rej = Reject(
+                ErrorCode.SESSION_RESUME_EXPIRED,
+                "the session is unknown, expired or no longer resumable",
+                "session_id",
+            )
+            return ResumeResult(None, self.handshake_error(rej, cid))
+        if not _same(token, session.resume_token):
+            if _same(token, session.previous_token):
+                rej = Reject(
+                    ErrorCode.SESSION_RESUME_CONFLICT,
+                    "another resume already used this token",
+                    "resume_token",
+                )
+            else:
+                rej = Reject(ErrorCode.INVALID_RESUME_TOKEN, "wrong resume token", "resume_token")
+            return ResumeResult(None, self.handshake_error(rej, cid))
+        old_generation = session.attachment_generation
+        outputs = session.resume(seq, now)
+        log.info(
+            "session %s resumed (attachment %d, from seq %d)",
+            sid,
+            session.attachment_generation,
+            seq,
+        )
+        return ResumeResult(session, outputs, old_generation)
+
+    def get(self, session_id: str) -> DuplexSession | None:
+        """A live or recently closed session."""
+        return self.sessions.get(session_id) or self.closed.get(session_id)
+
+    def _on_closed(self, session: DuplexSession) -> None:
+        self.sessions.pop(session.session_id, None)
+        self.closed[session.session_id] = session
+        while len(self.closed) > _KEEP_CLOSED:
+            self.closed.popitem(last=False)
+        log.info("session %s ended (%s)", session.session_id, session.close_reason)
+
+
+def _same(given: str, expected: str | None) -> bool:
+    return expected is not None and hmac.compare_digest(given.encode(), expected.encode())

@@ -1,0 +1,539 @@
+"""The sans-I/O session state machine: client events in, server events out, time injected."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from duplex_client.framing.units import UnitGrid
+from duplex_client.protocol.capabilities import Capabilities, UnitKind
+from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server.assembler import Unit, UnitAssembler, detect_speech
+from duplex_client.server.conversation import Conversation, Turn
+from duplex_client.server.emitter import Emitter, Output, Send
+from duplex_client.server.engine.base import Decision, Engine, Fail, Listen, Speak
+from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
+from duplex_client.server.faults import Faults
+from duplex_client.server.inputs import parse_append
+from duplex_client.server.journal import Journal
+from duplex_client.server.limits import InputBudget, Limits
+from duplex_client.server.profiles import Profile
+from duplex_client.server.session_handlers import HANDLERS
+from duplex_client.server.settings import SessionSettings
+
+log = logging.getLogger("duplex_client.server")
+
+#: Client event aliases servers accept (protocol.md §3.6, §4.4).
+ALIASES: Final = {
+    "close": "session.close",
+    "close_session": "session.close",
+    "session_close": "session.close",
+    "input.audio.append": "input_audio_buffer.append",
+    "push_chunk": "input_audio_buffer.append",
+}
+_MAX_APPEND_ROWS = 100_000
+
+
+@dataclass
+class Work:
+    """One item of the model's serial input pipeline (units, commits, response requests)."""
+
+    ready_at: float
+    kind: str
+    unit: Unit | None = None
+    decision: Decision | None = None
+    event: dict[str, Any] = field(default_factory=dict)
+    turn: Turn | None = None
+    final: bool = True
+    response_create: bool | None = None
+    audio_end_ms: int = 0
+
+
+class DuplexSession:
+    """One session: validation, unit assembly, the model pipeline, responses, journal, timers."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        profile: Profile,
+        settings: SessionSettings,
+        engine: Engine,
+        limits: Limits,
+        faults: Faults,
+        beta_names: bool,
+        resumable: bool,
+        now: float,
+    ) -> None:
+        self.session_id = session_id
+        self.profile = profile
+        self.settings = settings
+        self.engine = engine
+        self.limits = limits
+        self.faults = faults
+        self.caps: Capabilities = profile.capabilities(limits, resumable=resumable)
+        self.resumable = resumable
+        journal = Journal(limits.journal_bytes, limits.journal_retention_s) if resumable else None
+        self.emitter = Emitter(beta_names=beta_names, journal=journal)
+        self.resume_token: str | None = _token() if resumable else None
+        self.previous_token: str | None = None
+        self.attachment_generation = 1
+        self.epoch = 0
+        self.state = "open"
+        self.close_reason: str | None = None
+        self.opened_at = now
+        self.last_activity = now
+        self.detached_at: float | None = None
+        self.budget = InputBudget(limits.max_pending_input_bytes)
+        self.assembler = self._new_assembler()
+        self.conversation = Conversation(self)
+        self.pipeline: deque[Work] = deque()
+        self._pipeline_free_at = now
+        self.manual_queue: list[Unit] = []
+        self.turn_units: list[Unit] = []
+        self.turn_item_id: str | None = None
+        self.pending_turns: list[Turn] = []
+        self.next_turn_id = 1
+        self.commit_count = 0
+        self.response_create_count = 0
+        self.audio_started = False
+        self.seen_ids: OrderedDict[str, None] = OrderedDict()
+        self.appends: list[dict[str, Any]] = []
+        self.last_input_event_id: str | None = None
+        self.drop_fault_used = False
+        self.on_closed: Callable[[DuplexSession], None] | None = None
+
+    def _new_assembler(self) -> UnitAssembler:
+        grid = UnitGrid(
+            first_unit_ms=self.profile.first_unit_ms,
+            chunk_period_ms=self.profile.chunk_period_ms,
+            sample_rate_hz=self.settings.input_rate,
+        )
+        return UnitAssembler(grid, self.settings.bytes_per_sample)
+
+    # --- public surface used by the registry and the envelope ---
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session has ended (closed or expired)."""
+        return self.state == "closed"
+
+    @property
+    def journal(self) -> Journal | None:
+        """The replay journal (None when not resumable or after an overflow)."""
+        return self.emitter.journal
+
+    @property
+    def can_resume(self) -> bool:
+        """Whether a `session.resume` may attach to this session now."""
+        return self.resumable and self.journal is not None and not self.closed
+
+    def session_object(self) -> dict[str, Any]:
+        """The `session` object of `session.created` / `session.updated`."""
+        return {
+            "object": "realtime.session",
+            "id": self.session_id,
+            "state": "open" if self.state == "open" else self.state,
+            "epoch": self.epoch,
+            **self.settings.to_wire(),
+            "capabilities": self.caps.to_dict(),
+            "playback": self.conversation.playback_totals(),
+        }
+
+    def open(self, now: float) -> list[Output]:
+        """The handshake answer: `session.created` (unsequenced) then `session.updated`."""
+        created: dict[str, Any] = {"type": "session.created", "session": self.session_object()}
+        if self.resume_token is not None:
+            created["resume_token"] = self.resume_token
+            created["attachment_generation"] = self.attachment_generation
+        self.emitter.emit(created, now)
+        self.emitter.emit({"type": "session.updated", "session": self.session_object()}, now)
+        text = self.settings.extra_body.get("duplex_initial_user_text")
+        if isinstance(text, str) and text:
+            self.conversation.add_item(
+                {
+                    "id": _item_id(),
+                    "object": "realtime.item",
+                    "type": "message",
+                    "role": "user",
+                    "status": "completed",
+                    "content": [{"type": "input_text", "text": text}],
+                }
+            )
+        return self.emitter.drain()
+
+    def handle(self, event: dict[str, Any], now: float) -> list[Output]:
+        """Process one client event (any JSON object); never raises on its content."""
+        self.last_activity = now
+        cid = client_event_id(event)
+        etype = event.get("type")
+        try:
+            if not isinstance(etype, str):
+                raise Reject(ErrorCode.BAD_EVENT, "type must be a string", "type")
+            etype = ALIASES.get(etype, etype)
+            if self.state != "open":
+                raise Reject(ErrorCode.SESSION_CLOSED, "the session is closing", None)
+            handler = HANDLERS.get(etype)
+            if handler is None:
+                raise Reject(ErrorCode.UNKNOWN_EVENT, f"unknown event type {etype!r}", "type")
+            handler(self, event, now)
+        except Reject as rej:
+            self.reject(rej, cid, now)
+        except Exception:
+            log.exception("session %s: internal error handling %s", self.session_id, etype)
+            self.fail(ErrorCode.INTERNAL_ERROR, "internal server error", now, close_code=1011)
+        self._advance(now)
+        return self.emitter.drain()
+
+    def tick(self, now: float) -> list[Output]:
+        """Run due timers: pipeline items, output chunks, journal age, idle TTL, grace."""
+        if self.state == "open":
+            if self.journal is not None:
+                self.journal.evict(now)
+            if (
+                self.detached_at is not None
+                and now >= self.detached_at + self.limits.disconnect_grace_s
+            ):
+                self._expire("disconnect_grace_expired", now)
+            elif now >= self.last_activity + self.settings.idle_timeout_s:
+                self._expire("idle_ttl_expired", now)
+            else:
+                self._advance(now)
+        return self.emitter.drain()
+
+    def next_deadline(self) -> float | None:
+        """The earliest time `tick` has something to do."""
+        if self.state != "open":
+            return None
+        times = [self.last_activity + self.settings.idle_timeout_s]
+        if self.pipeline:
+            times.append(self.pipeline[0].ready_at)
+        due = self.conversation.next_due()
+        if due is not None:
+            times.append(due)
+        if self.detached_at is not None:
+            times.append(self.detached_at + self.limits.disconnect_grace_s)
+        if self.journal is not None and (expiry := self.journal.next_expiry()) is not None:
+            times.append(expiry)
+        return min(times)
+
+    def detach(self, now: float) -> list[Output]:
+        """The socket dropped without `session.close`: keep running for the grace, or close."""
+        if self.state != "open":
+            return []
+        if self.can_resume:
+            self.detached_at = now
+        else:
+            self.conversation.cancel("disconnect", now)
+            self.finish("disconnect", now, close_code=None)
+        return self.emitter.drain()
+
+    def resume(self, last_seq: int, now: float) -> list[Output]:
+        """Reattach (token already checked): `session.resumed`, then the replay or a resync."""
+        self.previous_token = self.resume_token
+        self.resume_token = _token()
+        self.attachment_generation += 1
+        self.detached_at = None
+        self.last_activity = now
+        replay = self.journal.replay_after(last_seq) if self.journal is not None else None
+        self.emitter.emit(
+            {
+                "type": "session.resumed",
+                "session_id": self.session_id,
+                "resume_token": self.resume_token,
+                "attachment_generation": self.attachment_generation,
+                "session": {},
+                "input": {
+                    "last_event_id": self.last_input_event_id,
+                    "audio_end_ms": self.assembler.audio_end_ms,
+                    "append_count": len(self.appends),
+                },
+            },
+            now,
+        )
+        if replay is None:
+            self.emitter.journal = None
+            self.emitter.emit({"type": "session.resync_required", "reason": "journal_gap"}, now)
+        else:
+            for data in replay:
+                self.emitter.raw(Send("replay", data))
+        return self.emitter.drain()
+
+    def replaced_outputs(self, old_generation: int) -> list[Output]:
+        """What the superseded socket gets on takeover: `session.replaced`, then a close."""
+        send = self.emitter.build(
+            {
+                "type": "session.replaced",
+                "session_id": self.session_id,
+                "attachment_generation": old_generation,
+            }
+        )
+        return [send, _close(1000, "session_replaced")]
+
+    def fail(self, code: str, message: str, now: float, *, close_code: int = 1011) -> None:
+        """Session-fatal error (scope S): error, `session.closed {reason: error}`, close."""
+        if self.state != "open":
+            return
+        self.emitter.emit(error_event(code, message), now)
+        self.conversation.fail("error", now)
+        self.finish("error", now, close_code=close_code)
+
+    def reject(self, rej: Reject, cid: str | None, now: float) -> None:
+        """Emit the error for a refused client event; fatal codes end the session."""
+        if is_session_fatal(rej.code):
+            self.emitter.emit(
+                error_event(rej.code, rej.message, param=rej.param, client_event_id=cid), now
+            )
+            self.conversation.fail("error", now)
+            self.finish("error", now, close_code=1011)
+            return
+        self.emitter.emit(
+            error_event(rej.code, rej.message, param=rej.param, client_event_id=cid), now
+        )
+
+    def finish(self, reason: str, now: float, *, close_code: int | None = 1000) -> None:
+        """Emit `session.closed` as the last event and close (code None: no socket to close)."""
+        if self.state == "closed":
+            return
+        self.emitter.emit(
+            {"type": "session.closed", "session_id": self.session_id, "reason": reason}, now
+        )
+        self._end(reason, close_code)
+
+    def _expire(self, reason: str, now: float) -> None:
+        self.conversation.cancel("session_expired", now)
+        self.emitter.emit(
+            {"type": "session.expired", "session_id": self.session_id, "reason": reason}, now
+        )
+        self._end(reason, 1000)
+
+    def _end(self, reason: str, close_code: int | None) -> None:
+        self.state = "closed"
+        self.close_reason = reason
+        self.pipeline.clear()
+        self.budget.reset()
+        if close_code is not None:
+            self.emitter.close(close_code, reason)
+        if self.on_closed is not None:
+            self.on_closed(self)
+
+    # --- pipeline ---
+
+    def enqueue(self, work: Work, processing_ms: int, now: float) -> None:
+        """Queue work behind earlier items; it runs after `processing_ms` of model time."""
+        start = max(now, self._pipeline_free_at)
+        work.ready_at = start + processing_ms / 1000.0
+        self._pipeline_free_at = work.ready_at
+        self.pipeline.append(work)
+
+    def _advance(self, now: float) -> None:
+        from duplex_client.server.session_handlers import execute
+
+        while self.state == "open" and self.pipeline and self.pipeline[0].ready_at <= now:
+            execute(self, self.pipeline.popleft(), now)
+            self.conversation.pump(now)
+        if self.state == "open":
+            self.conversation.pump(now)
+
+    def response_finished(self, now: float) -> None:
+        """A response ended: start one for turns deferred behind it."""
+        if self.state != "open" or self.conversation.active is not None:
+            return
+        if any(t.deferred for t in self.pending_turns):
+            turns, self.pending_turns = self.pending_turns, []
+            self.conversation.start(
+                decision=Speak(), trigger="deferred_commit", unit=None, turns=turns, now=now
+            )
+
+    # --- helpers shared by the handlers ---
+
+    def remember_id(self, event_id: str | None) -> None:
+        """Add an accepted append/commit id to the completed-id cache."""
+        if event_id is None:
+            return
+        self.seen_ids[event_id] = None
+        while len(self.seen_ids) > self.limits.completed_id_cache:
+            self.seen_ids.popitem(last=False)
+        self.last_input_event_id = event_id
+
+    def is_repeat(self, event_id: str | None) -> bool:
+        """Whether this append/commit id was already accepted (an idempotent resend)."""
+        return event_id is not None and event_id in self.seen_ids
+
+    def record_append(
+        self,
+        event_id: str | None,
+        units: list[Unit],
+        pcm_len: int,
+        speech: bool | None,
+        frame_sha: tuple[str, ...],
+        frame_bytes: tuple[int, ...],
+    ) -> None:
+        """Keep the §14-shaped row of an accepted append (for tests and debugging)."""
+        last = units[-1] if units else None
+        if len(self.appends) >= _MAX_APPEND_ROWS:
+            return
+        self.appends.append(
+            {
+                "index": len(self.appends),
+                "event_id": event_id,
+                "unit_kind": last.kind.value if last else None,
+                "unit_index": last.unit_index if last else None,
+                "audio_unit_index": last.audio_unit_index if last else None,
+                "duration_ms": self.assembler.to_ms(pcm_len // self.settings.bytes_per_sample),
+                "audio_end_ms": self.assembler.audio_end_ms,
+                "is_speech": speech,
+                "frames": [
+                    {"sha256": h, "bytes": b} for h, b in zip(frame_sha, frame_bytes, strict=True)
+                ],
+            }
+        )
+
+    def accept_units(self, units: list[Unit], now: float, *, decide: bool) -> None:
+        """Route emitted units: queued (manual lane) or into the model pipeline."""
+        for unit in units:
+            self.turn_units.append(unit)
+            if not self.settings.auto_response:
+                self.manual_queue.append(unit)
+                self.budget.charge(unit.charge)
+                continue
+            self.submit(unit, now, decide=decide)
+
+    def submit(self, unit: Unit, now: float, *, decide: bool) -> None:
+        """Hand a unit to the model pipeline (its decision is computed now, emitted when ready)."""
+        decision: Decision | None = None
+        if decide:
+            decision = self.engine.decide_unit(unit.view())
+            if unit.unit_index < self.settings.force_listen_count:
+                decision = Listen(reason="force_listen")
+        if self.faults.error_code and unit.unit_index == self.faults.error_at_unit:
+            decision = Fail(self.faults.error_code, f"injected fault at unit {unit.unit_index}")
+        delay = decision.delay_ms if decision is not None else 0
+        self.enqueue(
+            Work(0.0, "unit", unit=unit, decision=decision),
+            self.faults.unit_processing_ms(unit.unit_index) + delay,
+            now,
+        )
+
+    def append(self, event: dict[str, Any], now: float) -> None:
+        """`input_audio_buffer.append`: validate, charge, frame, and queue what closed."""
+        cid = client_event_id(event)
+        if self.is_repeat(cid):
+            return
+        parsed = parse_append(event, self.settings, self.caps, self.profile.illegal_unit_code)
+        if not self.budget.fits(parsed.charge):
+            raise Reject(
+                ErrorCode.INPUT_BACKPRESSURE,
+                "pending input limit reached; input not retained",
+                None,
+            )
+        speech = parsed.is_speech
+        if speech is None:
+            speech = detect_speech(parsed.pcm, self.settings.input_format)
+        if parsed.pcm:
+            self.audio_started = True
+            before = self.assembler.pending_bytes
+            units = self.assembler.add_audio(parsed.pcm, speech, parsed.frames)
+            # Only what stays buffered is charged here; accept_units charges queued units.
+            delta = self.assembler.pending_bytes - before
+            if delta >= 0:
+                self.budget.charge(delta)
+            else:
+                self.budget.release(-delta)
+        else:
+            assert parsed.frames is not None
+            units = [self.assembler.add_vision(parsed.frames)]
+        self.remember_id(cid)
+        self.record_append(
+            cid,
+            units,
+            len(parsed.pcm),
+            parsed.is_speech,
+            parsed.frames.sha256 if parsed.frames else (),
+            parsed.frame_bytes,
+        )
+        if speech and parsed.pcm:
+            self.maybe_barge_in(now)
+        self.accept_units(units, now, decide=True)
+
+    def maybe_barge_in(self, now: float) -> None:
+        """Under `barge_in_on_speech`, user speech interrupts a playing response (§6.4)."""
+        active = self.conversation.active
+        if (
+            self.settings.overlap_policy != "barge_in_on_speech"
+            or active is None
+            or not active.audio_ms
+        ):
+            return
+        self.emitter.emit(
+            {
+                "type": "input_audio_buffer.speech_started",
+                "audio_start_ms": self.assembler.audio_end_ms,
+                "item_id": None,
+            },
+            now,
+        )
+        self.interrupt("barge_in", now)
+
+    def interrupt(self, reason: str, now: float) -> None:
+        """Stop the active response: `output_audio_buffer.cleared`, then a cancelled done."""
+        active = self.conversation.active
+        if active is None:
+            return
+        self.epoch += 1
+        self.emitter.emit(
+            {"type": "output_audio_buffer.cleared", "response_id": active.response_id}, now
+        )
+        self.conversation.cancel(reason, now)
+
+    def new_turn(self, units: list[Unit], speech: bool) -> Turn:
+        """Seal the open turn's units into a `Turn`."""
+        turn = Turn(
+            turn_id=self.next_turn_id,
+            item_id=self.turn_item_id or _item_id(),
+            units=units,
+            speech=speech,
+        )
+        self.next_turn_id += 1
+        self.turn_item_id = None
+        return turn
+
+    def open_turn_has_input(self) -> bool:
+        """Whether anything uncommitted or retained could be committed."""
+        return bool(
+            self.turn_units
+            or self.assembler.partial_bytes
+            or self.assembler.queued_frames
+            or self.manual_queue
+            or self.pending_turns
+        )
+
+    def release_queue(self) -> list[Unit]:
+        """Take the manual-lane queue (its charge is released: the units go to the model)."""
+        units, self.manual_queue = self.manual_queue, []
+        for u in units:
+            self.budget.release(u.charge)
+        return units
+
+    @property
+    def has_vision_only(self) -> bool:
+        """Whether the open turn holds only VISION units."""
+        return bool(self.turn_units) and all(u.kind is UnitKind.VISION for u in self.turn_units)
+
+
+def _token() -> str:
+    return "rt_" + secrets.token_urlsafe(24)
+
+
+def _item_id() -> str:
+    return "item_" + secrets.token_hex(16)
+
+
+def _close(code: int, reason: str) -> Output:
+    from duplex_client.server.emitter import CloseSocket
+
+    return CloseSocket(code, reason)
