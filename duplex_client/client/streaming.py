@@ -17,7 +17,12 @@ from duplex_client.framing.plan import (
     SoundtrackPolicy,
     StreamPosition,
 )
-from duplex_client.framing.sources import BytesPcmSource, FrameSampler, MediaInput, PcmSource
+from duplex_client.framing.sources import (
+    AudioVisualSource,
+    BytesPcmSource,
+    FrameSampler,
+    PcmSource,
+)
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid, samples_to_ms
 from duplex_client.protocol.capabilities import Capabilities
@@ -27,7 +32,8 @@ from duplex_client.protocol.server_events import ServerEvent
 _DEADLINE_SLACK_S = 1e-6
 _SOUNDTRACK_KIND = "video_soundtrack"
 
-Source = MediaInput | PcmSource | bytes | None
+#: What `stream` accepts as its input.
+Source = AudioVisualSource | PcmSource | bytes | None
 
 
 class StreamTarget(Protocol):
@@ -86,10 +92,10 @@ class StreamResult:
 def _split_source(
     source: Source, frames: FrameSampler | None
 ) -> tuple[PcmSource | None, FrameSampler | None]:
-    if isinstance(source, MediaInput):
+    if isinstance(source, AudioVisualSource):
         if frames is not None and source.frames is not None:
-            raise ValueError("frames given twice (in the MediaInput and as frames=)")
-        return source.pcm, source.frames or frames
+            raise ValueError("frames given twice (in the source and as frames=)")
+        return source.audio, source.frames or frames
     if isinstance(source, bytes | bytearray):
         return BytesPcmSource(bytes(source)), frames
     return source, frames
@@ -143,7 +149,8 @@ async def stream(
     Append k is released at `t0 + media_start_ms(k)` (realtime) or back to back (asap,
     `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
     the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
-    `PcmSource` or a `MediaInput` (PCM and/or frames); a video soundtrack gets
+    `PcmSource` or an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a
+    `media.Clip`); a video soundtrack gets
     `soundtrack_policy`, other audio is sent whole. To continue a previous stream (same
     media timeline, unit numbering and t0) pass its result's `position` and `clock`;
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests

@@ -17,6 +17,7 @@ from duplex_client.framing.plan import (
 from duplex_client.framing.sources import (
     BYTES_PER_SAMPLE,
     INPUT_SAMPLE_RATE_HZ,
+    AudioVisualSource,
     BytesPcmSource,
     EncodedImage,
     FrameGroup,
@@ -36,6 +37,7 @@ __all__ = [
     "SEGMENTS",
     "SOUNDTRACK_POLICIES",
     "TIMELINE_FILENAME",
+    "AudioVisualSource",
     "BytesPcmSource",
     "EncodedImage",
     "FrameGroup",

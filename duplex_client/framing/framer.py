@@ -96,6 +96,8 @@ class Framer:
             raise ValueError(f"soundtrack_policy must be one of {SOUNDTRACK_POLICIES}")
         if tail_silence_ms < 0:
             raise ValueError("tail_silence_ms must not be negative")
+        if pcm is not None and not self.config.audio_allowed:
+            raise FramingError("the session accepts no audio-bearing units")
         needs_frames = pcm is not None or tail_silence_ms > 0
         if self.config.video_required and frames is None and self._last is None and needs_frames:
             raise FramingError("the session requires video but the stream has no frames")

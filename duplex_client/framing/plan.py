@@ -9,21 +9,30 @@ from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup
 from duplex_client.framing.units import UnitGrid, ms_to_samples
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
 
+#: Which part of a run an append belongs to (the timeline's `segment`).
 Segment = Literal["clip", "tail", "live"]
+#: How a video's own soundtrack is fitted to whole units (protocol.md §13).
 SoundtrackPolicy = Literal["trim", "pad", "full"]
 SEGMENTS: tuple[Segment, ...] = ("clip", "tail", "live")
 SOUNDTRACK_POLICIES: tuple[SoundtrackPolicy, ...] = ("trim", "pad", "full")
+#: Default append length; it divides the default unit lengths (protocol.md §4.2).
 DEFAULT_CHUNK_MS = 200
 
 
 @dataclass(frozen=True, slots=True)
 class FramerConfig:
-    """What the framer needs from the session: grid, chunk size and the legal unit kinds."""
+    """What the framer needs from the session: grid, chunk size and the legal unit kinds.
+
+    `video_required`: every unit must carry frames (no AUDIO units), so each append is a
+    whole unit. `vision_allowed`: frame-only units may be sent; otherwise frames without
+    audio ride zero PCM (the fallback). `audio_allowed`: audio-bearing units may be sent.
+    """
 
     grid: UnitGrid = field(default_factory=UnitGrid)
     chunk_ms: int = DEFAULT_CHUNK_MS
     vision_allowed: bool = True
     video_required: bool = False
+    audio_allowed: bool = True
     max_frames: int = 2
 
     def __post_init__(self) -> None:
@@ -40,8 +49,9 @@ class FramerConfig:
         return cls(
             grid=grid or UnitGrid.from_capabilities(caps),
             chunk_ms=chunk_ms,
-            vision_allowed=not caps.audio_required,
-            video_required=caps.video_required,
+            vision_allowed=caps.allows(UnitKind.VISION),
+            video_required=caps.video_required or not caps.allows(UnitKind.AUDIO),
+            audio_allowed=caps.allows(UnitKind.AUDIO) or caps.allows(UnitKind.OMNI),
             max_frames=caps.max_frames_per_append,
         )
 

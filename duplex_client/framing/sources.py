@@ -96,13 +96,28 @@ class BytesPcmSource:
         }
 
 
+@runtime_checkable
+class AudioVisualSource(Protocol):
+    """One stream's input: optional PCM and optional frames (`media.Clip` is one)."""
+
+    @property
+    def audio(self) -> PcmSource | None:
+        """The PCM to send, if any."""
+        ...
+
+    @property
+    def frames(self) -> FrameSampler | None:
+        """The frames to send, if any."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class MediaInput:
-    """One stream's input: optional PCM and optional frames (a clip, a WAV, a still image).
+    """An `AudioVisualSource` built by hand: a WAV, frames, or both.
 
-    A video's own soundtrack is recognised by `pcm.info()["kind"] == "video_soundtrack"`,
+    A video's own soundtrack is recognised by `audio.info()["kind"] == "video_soundtrack"`,
     which is what makes the soundtrack policy apply.
     """
 
-    pcm: PcmSource | None = None
+    audio: PcmSource | None = None
     frames: FrameSampler | None = None

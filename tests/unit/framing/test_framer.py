@@ -327,3 +327,36 @@ def test_config_validation() -> None:
         FramerConfig(max_frames=0)
     cfg = FramerConfig.from_capabilities(caps("audio_required"), chunk_ms=100)
     assert not cfg.vision_allowed and not cfg.video_required and cfg.chunk_samples == 1600
+
+
+def test_audio_outlasting_the_video_holds_its_last_frame() -> None:
+    sampler = FakeSampler(1000)
+    rows = list(framer().plan(BytesPcmSource(speech_pcm(3000)), sampler))
+    framed = [r.frames for r in rows if r.frames]
+    assert [(g.base.pts_ms, g.held) for g in framed] == [(0, False), (0, True), (0, True)]
+
+
+def test_a_still_image_is_held_on_every_unit() -> None:
+    image = EncodedImage(b"\xff\xd8\xffI", 0)
+
+    class Still(FakeSampler):
+        def group_for_unit(self, start_ms: int, end_ms: int) -> FrameGroup | None:
+            return FrameGroup(image, held=True)
+
+    with_audio = list(framer().plan(BytesPcmSource(speech_pcm(2000)), Still(0)))
+    assert [r.unit_kind for r in with_audio if r.closes_unit] == [OMNI, OMNI]
+    alone = list(framer().plan(None, Still(0), tail_silence_ms=2000))
+    assert [(r.segment, r.unit_kind) for r in alone] == [("tail", VISION), ("tail", VISION)]
+
+
+def test_kinds_list_without_audio_units_means_every_unit_carries_frames() -> None:
+    only_omni = Capabilities.from_dict(
+        {"input_unit_kinds": ["OMNI"], "required_input_modalities": ["audio"]}
+    )
+    cfg = FramerConfig.from_capabilities(only_omni)
+    assert cfg.video_required and not cfg.vision_allowed and cfg.audio_allowed
+    vision_only = FramerConfig.from_capabilities(
+        Capabilities.from_dict({"input_unit_kinds": ["VISION"]})
+    )
+    with pytest.raises(FramingError, match="no audio"):
+        Framer(vision_only).plan(BytesPcmSource(speech_pcm(1000)), FakeSampler(1000))

@@ -324,3 +324,16 @@ async def test_timeline_listens_to_a_client_for_acknowledgements() -> None:
         "audio_end_ms": 1000,
         "no_response": True,
     }
+
+
+async def test_accepts_any_source_with_audio_and_frames_attributes() -> None:
+    class Clip:
+        def __init__(self) -> None:
+            self.audio = BytesPcmSource(speech_pcm(1000), kind="video_soundtrack")
+            self.frames = FakeSampler(1000)
+
+    target = FakeTarget()
+    await run(target, Clip())
+    assert [len(a.frames) for a in target.appends] == [0, 0, 0, 0, 1]
+    with pytest.raises(ValueError, match="frames given twice"):
+        await run(FakeTarget(), Clip(), frames=FakeSampler(1000))
