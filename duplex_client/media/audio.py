@@ -1,0 +1,254 @@
+"""PCM sources: audio files and clip soundtracks as 16 kHz mono int16 (the framer's input).
+
+`open_audio(path)` reads WAV, FLAC, OGG and MP3 with soundfile and anything else PyAV can
+decode (m4a, opus, a video's soundtrack, ...). Conversion goes through PyAV's resampler
+(`av.AudioResampler(format="s16", layout="mono", rate=16000)`); soundfile input is first
+averaged to mono in numpy. Every source is re-iterable: each `chunks()` call decodes the file
+again from the start, holding about one second of audio at a time.
+
+A soundtrack is aligned to the container's media time 0: when the audio starts after the
+video, the gap is filled with silence so PCM sample 0 is media time 0. Trimming or padding
+its end is the framer's job. An undecodable packet is skipped, and audio that stops short
+of the length its container declares (a truncated file) raises one `MediaWarning`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
+from duplex_client.media.errors import MediaError, MediaWarning, av_reason, check_file
+from duplex_client.media.probe import MediaInfo, open_input, origin_seconds, probe
+
+if TYPE_CHECKING:
+    from av.audio.frame import AudioFrame
+    from av.audio.resampler import AudioResampler
+
+#: Bytes of PCM gathered before a chunk is yielded (1 s at 16 kHz mono int16).
+CHUNK_BYTES = INPUT_SAMPLE_RATE_HZ * BYTES_PER_SAMPLE
+#: Containers soundfile reports for files the timeline calls `wav`.
+_WAV_FORMATS = frozenset({"WAV", "WAVEX", "RF64"})
+_SHORTFALL_WARN_MS = 500
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def new_resampler() -> AudioResampler:
+    """A resampler to the framer's format: s16, mono, 16 kHz."""
+    import av
+
+    return av.AudioResampler(format="s16", layout="mono", rate=INPUT_SAMPLE_RATE_HZ)
+
+
+def resampled_bytes(resampler: AudioResampler, frame: AudioFrame | None) -> bytes:
+    """Push one frame through the resampler (None flushes it) and return the PCM it gives."""
+    return b"".join(out.to_ndarray().tobytes() for out in resampler.resample(frame))
+
+
+class _FileAudio:
+    """Shared `info()` bookkeeping: kind, path, duration and a lazily computed sha256."""
+
+    def __init__(self, path: str | os.PathLike[str], kind: str, estimated_ms: int) -> None:
+        self.path = os.fspath(path)
+        self.kind = kind
+        self._estimated_ms = estimated_ms
+        self._decoded_ms: int | None = None
+        self._sha256: str | None = None
+        self._warned: set[str] = set()
+
+    @property
+    def duration_ms(self) -> int:
+        """Exact length once `chunks()` has run to the end; the file's declared length before."""
+        return self._decoded_ms if self._decoded_ms is not None else self._estimated_ms
+
+    def info(self) -> dict[str, Any]:
+        """The timeline's `audio_source` object (protocol.md §14)."""
+        if self._sha256 is None:
+            self._sha256 = file_sha256(self.path)
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "duration_ms": self.duration_ms,
+            "sha256": self._sha256,
+        }
+
+    def _finish(self, samples: int) -> None:
+        if samples == 0:
+            raise MediaError(self.path, "no audio samples could be decoded")
+        self._decoded_ms = samples * 1000 // INPUT_SAMPLE_RATE_HZ
+        if self._estimated_ms - self._decoded_ms > _SHORTFALL_WARN_MS:
+            self._warn(
+                "truncated",
+                f"truncated: audio ends at {self._decoded_ms / 1000:.2f} s of the "
+                f"{self._estimated_ms / 1000:.2f} s the file declares; using what is readable",
+            )
+
+    def _warn(self, key: str, problem: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(MediaWarning(f"{self.path}: {problem}"), stacklevel=3)
+
+
+class SoundFileAudio(_FileAudio):
+    """A `PcmSource` over a file libsndfile reads (WAV, FLAC, OGG, MP3, ...)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, kind: str | None = None) -> None:
+        import soundfile as sf
+
+        check_file(path)
+        try:
+            info = sf.info(os.fspath(path))
+        except (sf.SoundFileError, RuntimeError) as exc:
+            raise MediaError(path, f"not an audio file soundfile can read ({exc})") from exc
+        if info.frames <= 0:
+            raise MediaError(path, f"no audio samples ({info.format} with 0 frames)")
+        self.sample_rate = int(info.samplerate)
+        self.channels = int(info.channels)
+        self.frames = int(info.frames)
+        self.format = str(info.format)
+        guessed = "wav" if self.format in _WAV_FORMATS else "audio_file"
+        super().__init__(path, kind or guessed, self.frames * 1000 // self.sample_rate)
+
+    def chunks(self) -> Iterator[bytes]:
+        """16 kHz mono int16 LE PCM, about one second per chunk."""
+        import numpy as np
+        import soundfile as sf
+
+        native = self.sample_rate == INPUT_SAMPLE_RATE_HZ and self.channels == 1
+        resampler = None if native else new_resampler()
+        total = 0
+        with sf.SoundFile(self.path) as fh:
+            blocks = fh.blocks(
+                blocksize=self.sample_rate, dtype="int16" if native else "float32", always_2d=True
+            )
+            while True:
+                try:
+                    block = next(blocks)
+                except StopIteration:
+                    break
+                except (sf.SoundFileError, RuntimeError) as exc:
+                    self._warn("read", f"audio unreadable after this point ({exc})")
+                    break
+                if resampler is None:
+                    pcm = np.ascontiguousarray(block[:, 0], dtype="<i2").tobytes()
+                else:
+                    pcm = resampled_bytes(resampler, self._frame(block))
+                total += len(pcm) // BYTES_PER_SAMPLE
+                if pcm:
+                    yield pcm
+        if resampler is not None:
+            tail = resampled_bytes(resampler, None)
+            total += len(tail) // BYTES_PER_SAMPLE
+            if tail:
+                yield tail
+        self._finish(total)
+
+    def _frame(self, block: Any) -> AudioFrame:
+        import av
+        import numpy as np
+
+        mono = block.mean(axis=1, dtype=np.float32) if block.shape[1] > 1 else block[:, 0]
+        frame = av.AudioFrame.from_ndarray(
+            np.ascontiguousarray(mono, dtype=np.float32)[None, :], format="flt", layout="mono"
+        )
+        frame.sample_rate = self.sample_rate
+        return frame
+
+
+class AvAudio(_FileAudio):
+    """A `PcmSource` decoding one audio stream with PyAV (a soundtrack, m4a, opus, ...)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        kind: str = "audio_file",
+        media: MediaInfo | None = None,
+    ) -> None:
+        media = media if media is not None else probe(path)
+        stream = media.audio
+        if stream is None:
+            kinds = ", ".join(s.kind for s in media.streams) or "none"
+            raise MediaError(path, f"has no audio stream (streams: {kinds})")
+        if not stream.decodable:
+            raise MediaError(
+                path, f"unsupported audio codec (PyAV has no decoder for stream #{stream.index})"
+            )
+        self.stream_index = stream.index
+        super().__init__(path, kind, stream.duration_ms or media.duration_ms)
+
+    def chunks(self) -> Iterator[bytes]:
+        """16 kHz mono int16 LE PCM from media time 0, about one second per chunk."""
+        import av
+
+        resampler = new_resampler()
+        buf = bytearray()
+        total = 0
+        started = False
+        with open_input(self.path) as container:
+            stream = next(s for s in container.streams.audio if s.index == self.stream_index)
+            origin = origin_seconds(container)
+            packets = container.demux(stream)
+            while True:
+                try:
+                    packet = next(packets)
+                except StopIteration:
+                    break
+                except av.FFmpegError as exc:
+                    self._warn("read", f"audio unreadable after this point ({av_reason(exc)})")
+                    break
+                try:
+                    frames = stream.decode(packet if packet.size else None)
+                except av.FFmpegError as exc:
+                    self._warn("decode", f"skipping undecodable audio data ({av_reason(exc)})")
+                    continue
+                for frame in frames:
+                    if not started:
+                        started = True
+                        buf += bytes(_lead_in_samples(frame, origin) * BYTES_PER_SAMPLE)
+                    buf += resampled_bytes(resampler, frame)
+                if len(buf) >= CHUNK_BYTES:
+                    total += len(buf) // BYTES_PER_SAMPLE
+                    yield bytes(buf)
+                    buf.clear()
+        buf += resampled_bytes(resampler, None)
+        total += len(buf) // BYTES_PER_SAMPLE
+        if buf:
+            yield bytes(buf)
+        self._finish(total)
+
+
+def _lead_in_samples(frame: AudioFrame, origin: Fraction) -> int:
+    """Silence (in output samples) between media time 0 and the first decoded audio."""
+    if frame.pts is None or frame.time_base is None:
+        return 0
+    lead = Fraction(frame.pts) * frame.time_base - origin
+    samples = round(lead * INPUT_SAMPLE_RATE_HZ)
+    return samples if samples > INPUT_SAMPLE_RATE_HZ // 1000 else 0
+
+
+def open_audio(
+    path: str | os.PathLike[str], *, media: MediaInfo | None = None
+) -> SoundFileAudio | AvAudio:
+    """A `PcmSource` for an audio file: soundfile when it can read it, PyAV otherwise."""
+    import soundfile as sf
+
+    check_file(path)
+    try:
+        sf.info(os.fspath(path))
+    except (sf.SoundFileError, RuntimeError):
+        media = media if media is not None else probe(path)
+        return AvAudio(path, kind="wav" if media.format == "wav" else "audio_file", media=media)
+    return SoundFileAudio(path)

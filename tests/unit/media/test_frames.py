@@ -1,0 +1,166 @@
+"""ClipFrames: fps-grid sampling, order, held frames, rotation, downscale, JPEG, composites."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from duplex_client.framing.sources import FrameSampler
+from duplex_client.media import ClipFrames
+from tests.unit.media.conftest import frame_index
+
+cv2 = pytest.importorskip("cv2")
+
+
+def decode(data: bytes) -> Any:
+    """JPEG bytes → BGR array."""
+    assert data[:3] == b"\xff\xd8\xff"
+    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+
+
+def base_index(frames: ClipFrames, start_ms: int, end_ms: int) -> int:
+    group = frames.group_for_unit(start_ms, end_ms)
+    assert group is not None
+    return frame_index(decode(group.base.data)[8:, 8:])
+
+
+def test_samples_one_frame_per_second_in_order(silent_clip: Path) -> None:
+    with ClipFrames(silent_clip) as frames:
+        assert isinstance(frames, FrameSampler)
+        groups = [frames.group_for_unit(s, s + 1000) for s in range(0, 5000, 1000)]
+    assert all(g is not None for g in groups)
+    seen = [(frame_index(decode(g.base.data)), g.base.pts_ms, g.held) for g in groups if g]
+    # 10 fps source: the frames shown at 0, 1 and 2 s are frames 0, 10, 20; then held.
+    assert seen == [(0, 0, False), (10, 1000, False), (20, 2000, False)] + [(20, 2000, True)] * 2
+
+
+def test_unit_takes_latest_sampled_frame_at_or_before_its_start(silent_clip: Path) -> None:
+    with ClipFrames(silent_clip, fps=2.0) as frames:
+        got = [base_index(frames, s, s + 200) for s in range(0, 3000, 200)]
+    # Grid at 0, 500, 1000, ... ms: units starting at 0..400 get frame 0, 600..800 frame 5...
+    assert got == [0, 0, 0, 5, 5, 10, 10, 10, 15, 15, 20, 20, 20, 25, 25]
+
+
+def test_group_metadata_and_info(silent_clip: Path) -> None:
+    frames = ClipFrames(silent_clip, fps=1.0, jpeg_quality=75, frame_max_side=32)
+    group = frames.group_for_unit(0, 1000)
+    assert group is not None
+    assert (group.base.width, group.base.height, group.base.role) == (32, 24, "base")
+    assert decode(group.base.data).shape == (24, 32, 3)
+    assert frames.duration_ms == 3000
+    assert frames.info() == {
+        "kind": "file",
+        "path": str(silent_clip),
+        "duration_ms": 3000,
+        "avg_fps": 10.0,
+        "num_frames": 30,
+        "rotation_deg": 0,
+        "sampling": "unit_start",
+        "fps": 1.0,
+        "stack_frames": 1,
+        "jpeg_quality": 75,
+        "frame_max_side": 32,
+    }
+    frames.close()
+
+
+def test_rotated_clip_comes_out_upright(portrait_clip: Path) -> None:
+    with ClipFrames(portrait_clip) as frames:
+        group = frames.group_for_unit(0, 1000)
+    assert group is not None
+    image = decode(group.base.data)
+    assert image.shape == (64, 48, 3)
+    assert (group.base.width, group.base.height) == (48, 64)
+    red = (image[:, :, 2] > 180) & (image[:, :, 1] < 80) & (image[:, :, 0] < 80)
+    ys, xs = np.nonzero(red)
+    # Turned 90° clockwise for display (as ffmpeg shows it): the marker is now top-right.
+    assert ys.max() < 12 and xs.min() > 36
+
+
+def test_rotation_with_downscale(portrait_clip: Path) -> None:
+    with ClipFrames(portrait_clip, frame_max_side=32) as frames:
+        group = frames.group_for_unit(0, 1000)
+    assert group is not None
+    assert decode(group.base.data).shape == (32, 24, 3)
+
+
+def test_jpeg_quality_is_applied(silent_clip: Path, make_clip: Callable[..., Path]) -> None:
+    noisy = make_clip("noisy.mp4", size=(160, 120))
+    sizes = []
+    for quality in (20, 95):
+        with ClipFrames(noisy, jpeg_quality=quality) as frames:
+            group = frames.group_for_unit(0, 1000)
+            assert group is not None
+            sizes.append(len(group.base.data))
+    assert sizes[0] < sizes[1]
+
+
+def test_composite_tiles_interior_subframes(silent_clip: Path) -> None:
+    with ClipFrames(silent_clip, stack_frames=3) as frames:
+        group = frames.group_for_unit(1000, 2000)
+    assert group is not None and group.composite is not None
+    assert group.composite.role == "composite"
+    assert group.composite.pts_ms == (1300, 1600)
+    assert len(group.images) == 2
+    tiles = decode(group.composite.data)
+    assert tiles.shape == (24, 64, 3)
+    assert [frame_index(tiles[:, :32]), frame_index(tiles[:, 32:])] == [13, 16]
+    assert frame_index(decode(group.base.data)) == 10
+
+
+def test_composite_keeps_only_subframes_inside_the_clip(silent_clip: Path) -> None:
+    with ClipFrames(silent_clip, stack_frames=4) as frames:
+        inside = frames.group_for_unit(2000, 4000)
+        past = frames.group_for_unit(4000, 5000)
+    assert inside is not None and inside.composite is not None
+    assert inside.composite.pts_ms == (2500,)  # 3000 and 3500 ms are past the 3 s video
+    assert past is not None and past.held and past.composite is None
+
+
+def test_grid_frames_survive_composites_of_offset_units(silent_clip: Path) -> None:
+    # Units [500,1500), [1500,2500): composites pass 1000 ms before it is a base.
+    with ClipFrames(silent_clip, stack_frames=4) as frames:
+        first = frames.group_for_unit(500, 1500)
+        second = frames.group_for_unit(1500, 2500)
+    assert first is not None and second is not None and first.composite is not None
+    assert first.composite.pts_ms == (700, 1000, 1200)
+    assert (first.base.pts_ms, second.base.pts_ms) == (0, 1000)
+    assert frame_index(decode(second.base.data)) == 10
+
+
+def test_earlier_start_restarts_decoding(silent_clip: Path) -> None:
+    with ClipFrames(silent_clip) as frames:
+        assert base_index(frames, 2000, 3000) == 20
+        assert base_index(frames, 0, 1000) == 0
+        assert base_index(frames, 1000, 2000) == 10
+
+
+@pytest.mark.parametrize("bframes", [True, False])
+def test_keyframe_skipping_matches_decoding_everything(
+    make_clip: Callable[..., Path], bframes: bool
+) -> None:
+    path = make_clip("gop.mp4", video_seconds=4.0, fps=10, keyint=4, bframes=bframes)
+    with ClipFrames(path, fps=1.0) as frames:
+        got = [base_index(frames, s, s + 500) for s in range(0, 4000, 500)]
+        cursor = frames._cursor
+        assert cursor is not None
+        dropped, decoded = cursor.dropped_packets, cursor.decoded_frames
+    assert got == [0, 0, 10, 10, 20, 20, 30, 30]
+    # Keyframes every 4 frames: packets before the keyframe preceding each sample are
+    # dropped undecoded.
+    assert dropped > 0 and decoded <= 20
+
+
+def test_variable_frame_rate(make_clip: Callable[..., Path]) -> None:
+    times = [0, 100, 150, 900, 1000, 1010, 1700, 2600, 2700, 2950]
+    path = make_clip("vfr.mp4", vfr_ms=times, fps=30)
+    with ClipFrames(path, fps=2.0) as frames:
+        got = [frames.group_for_unit(s, s + 500) for s in range(0, 3000, 500)]
+    shown = [(frame_index(decode(g.base.data)), g.base.pts_ms) for g in got if g]
+    # Grid 0, 500, 1000, 1500, 2000, 2500 ms → frames shown then: 0, 2, 4, 5, 6, 6.
+    assert shown == [(0, 0), (2, 150), (4, 1000), (5, 1010), (6, 1700), (6, 1700)]
+    assert not any(g.held for g in got if g)
