@@ -130,7 +130,7 @@ class _Runner:
         """The session clock (the event loop's monotonic time)."""
         return self._loop.time()
 
-    def deliver(self, outputs: list[Output]) -> None:
+    def deliver(self, outputs: list[Output], *, wake: bool = True) -> None:
         """Route outputs to the attached socket; a detached session only journals them."""
         for out in outputs:
             if isinstance(out, Send) and (out.type in _LOGGED or out.code):
@@ -146,7 +146,8 @@ class _Runner:
             )
             if not att.push(self.session.emitter.drain(), reserve=True):
                 att.ws.transport.abort()
-        self._wake.set()
+        if wake:
+            self._wake.set()  # deadlines may have moved
 
     def handle(self, event: dict[str, Any]) -> None:
         """Feed one client event to the session."""
@@ -168,19 +169,20 @@ class _Runner:
     async def _timers(self) -> None:
         while not self.session.closed:
             deadline = self.session.next_deadline()
-            timeout = None if deadline is None else max(0.0, deadline - self.now())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout_at(deadline):
+                    await self._wake.wait()
             self._wake.clear()
             att = self.attachment
             if att is not None and not att.low_water.is_set():
                 # Let the socket drain before producing more output (the output buffer's guard).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(att.low_water.wait(), _DRAIN_WAIT_S)
+                    async with asyncio.timeout(_DRAIN_WAIT_S):
+                        await att.low_water.wait()
             else:
                 await asyncio.sleep(0)
             if not self.session.closed:
-                self.deliver(self.session.tick(self.now()))
+                self.deliver(self.session.tick(self.now()), wake=False)
         if self._on_finished is not None:
             self._on_finished(self)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duplex_client.framing.units import UnitGrid
+from duplex_client.framing.units import UnitGrid, samples_to_ms
 from duplex_client.protocol.capabilities import UnitKind
 from duplex_client.server.engine.base import UnitView
 
@@ -115,9 +115,8 @@ class UnitAssembler:
         return self.to_ms(self.cumulative_samples)
 
     def to_ms(self, samples: int) -> int:
-        """Samples → whole ms, rounded half up."""
-        rate = self.grid.sample_rate_hz
-        return (2 * samples * 1000 + rate) // (2 * rate)
+        """Samples → whole ms (the framing layer's rounding)."""
+        return samples_to_ms(samples, self.grid.sample_rate_hz)
 
     def unit_samples(self, audio_unit_index: int) -> int:
         """Length of an audio unit in samples (the first unit is `first_unit_ms` long)."""
