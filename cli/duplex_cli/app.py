@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from duplex_cli.stream import stream_command
 from duplex_client import __version__
 
 app = typer.Typer(
@@ -12,6 +13,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+app.command("stream")(stream_command)
 
 
 @app.command()

@@ -1,0 +1,108 @@
+"""Rich rendering for `stream`: a live panel while streaming and a summary table after."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from duplex_client.results import RunProgress, RunResult
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def render_progress(p: RunProgress) -> RenderableType:
+    """The live panel: media vs wall clock, units by kind, decisions, transcript, lateness."""
+    media_s, wall_s = p.media_ms / 1000.0, p.wall_s
+    total = max(p.media_total_ms, p.media_ms, 1)
+    head = Table.grid(padding=(0, 2))
+    head.add_row(
+        Text(p.phase, style="bold cyan"),
+        Text(f"media {media_s:6.1f} s / {total / 1000:.1f} s"),
+        Text(f"wall {wall_s:6.1f} s"),
+        Text(f"lateness p50 {_ms(p.lateness_p50_ms)}  max {_ms(p.lateness_max_ms)}"),
+    )
+    units = "  ".join(f"{k} {v}" for k, v in p.units.items())
+    recent = p.decisions[-12:]
+    decisions = " ".join(
+        f"[{'green' if d == 'speak' else 'dim'}]{'?' if u is None else u}:{d}[/]" for u, d in recent
+    )
+    body = Group(
+        head,
+        ProgressBar(total=total, completed=min(p.media_ms, total), width=60),
+        Text(f"appends {p.appends}   units {units}"),
+        Text.from_markup(f"decisions {decisions or '-'}"),
+        Text(f"transcript: {p.transcript[-300:] or '-'}", overflow="fold"),
+    )
+    return Panel(body, title="duplex-cli stream", border_style="blue")
+
+
+class StreamDisplay:
+    """A rich Live panel redrawn from a `RunProgress` while the run goes."""
+
+    def __init__(self, progress: RunProgress, console: Console | None = None) -> None:
+        self._live = Live(
+            get_renderable=lambda: render_progress(progress),
+            console=console,
+            refresh_per_second=8,
+            transient=False,
+        )
+
+    def __enter__(self) -> StreamDisplay:
+        self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._live.stop()
+
+
+def print_summary(console: Console, result: RunResult) -> None:
+    """The after-run table: outcome, counts, latencies and where the bundle is."""
+    table = Table(title="run summary", show_header=False, box=None, padding=(0, 2))
+    style = "green" if result.ok else "red"
+    table.add_row(
+        "result", Text(f"{result.status}" + ("" if result.ok else f": {result.error}"), style=style)
+    )
+    table.add_row("session", str(result.session_id))
+    counts = result.counts
+    if counts:
+        units = counts.get("units", {})
+        table.add_row(
+            "sent",
+            f"{counts.get('appends', 0)} appends, {counts.get('audio_ms', 0)} ms audio, units "
+            + ", ".join(f"{k} {v}" for k, v in units.items()),
+        )
+        table.add_row(
+            "decisions",
+            f"{counts.get('speak', 0)} speak, {counts.get('listen', 0)} listen "
+            f"({counts.get('responses', 0)} responses)",
+        )
+        table.add_row("answer audio", f"{counts.get('output_audio_ms', 0)} ms")
+    lat = result.latencies_ms
+    table.add_row(
+        "from commit",
+        f"decision {_ms(lat.get('first_decision_from_commit'))}, "
+        f"audio {_ms(lat.get('first_audio_from_commit'))}, "
+        f"text {_ms(lat.get('first_text_from_commit'))}",
+    )
+    if result.lateness_ms:
+        late = result.lateness_ms
+        table.add_row(
+            "lateness", f"p50 {late['p50']} ms, p99 {late['p99']} ms, max {late['max']} ms"
+        )
+    if result.transcript:
+        table.add_row("transcript", result.transcript)
+    table.add_row("bundle", str(result.bundle_dir))
+    console.print(table)

@@ -1,0 +1,432 @@
+"""Stream a clip, WAV or image to a duplex session end to end and leave a run bundle.
+
+`stream_clip(url, input_video=..., tail_silence_s=...)` is what `duplex-cli stream` runs;
+without a URL it starts the bundled reference server in-process on a loopback port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplex_client.bundle import RunBundle
+from duplex_client.client.config import SessionConfig, ref_audio_data_url
+from duplex_client.client.responses import ResponseHandle
+from duplex_client.client.session import DuplexClient
+from duplex_client.client.streaming import StreamResult, stream
+from duplex_client.client.transport import redact_url
+from duplex_client.framing.sources import AudioVisualSource, MediaInput
+from duplex_client.framing.timeline import InputTimeline
+from duplex_client.framing.units import UnitGrid
+from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.results import RunProgress, RunResult, handle_record
+
+PRESET_NAMES = ("minicpmo", "joyai", "aura", "none")
+SOUNDTRACK_POLICIES = ("trim", "pad", "full")
+WINDOW_MODES = ("off", "basic", "context")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(DuplexClientError):
+    """Bad options or bad input files (exit code 2)."""
+
+
+class RunFailed(DuplexClientError):
+    """The session ran but did not end as it should (no decision, an unfinished response)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Everything `duplex-cli stream` can be told; the notebook API takes the same names."""
+
+    input_video: str | None = None
+    input_audio: str | None = None
+    input_image: str | None = None
+    model: str = "openbmb/MiniCPM-o-4_5"
+    preset: str = "minicpmo"
+    config: SessionConfig | None = None
+    api_key: str | None = field(default=None, repr=False)
+    ref_audio: str | None = field(default=None, repr=False)
+    video_fps: float = 1.0
+    frame_max_side: int = 0
+    stack_frames: int = 1
+    jpeg_quality: int = 90
+    chunk_ms: int = 200
+    tail_silence_s: float = 0.0
+    soundtrack: str = "trim"
+    realtime: bool = True
+    manual_commit: bool = False
+    instructions: str | None = None
+    temperature: float | None = None
+    sliding_window: str | None = None
+    window_knobs: dict[str, int] = field(default_factory=dict)
+    output_dir: Path | None = None
+    timeout_s: float = 30.0
+    require_audio: bool = False
+    settle_s: float = 0.5
+
+    def validate(self) -> None:
+        """Raise `UsageError` with a one-line message for any invalid combination."""
+        if not (self.input_video or self.input_audio or self.input_image):
+            raise UsageError(
+                "nothing to stream: give --input-video, --input-audio or --input-image"
+            )
+        if self.input_video and self.input_image:
+            raise UsageError("--input-video and --input-image are exclusive")
+        checks = [
+            (self.chunk_ms > 0, f"--chunk-ms must be positive, got {self.chunk_ms}"),
+            (self.tail_silence_s >= 0, f"--tail-silence-s must be >= 0, got {self.tail_silence_s}"),
+            (self.video_fps > 0, f"--video-fps must be positive, got {self.video_fps}"),
+            (self.stack_frames >= 1, f"--stack-frames must be >= 1, got {self.stack_frames}"),
+            (self.frame_max_side >= 0, f"--frame-max-side must be >= 0, got {self.frame_max_side}"),
+            (self.timeout_s > 0, f"--timeout-s must be positive, got {self.timeout_s}"),
+            (self.preset in PRESET_NAMES, f"--preset must be one of {', '.join(PRESET_NAMES)}"),
+            (self.soundtrack in SOUNDTRACK_POLICIES, "--soundtrack must be trim, pad or full"),
+            (self.sliding_window in (None, *WINDOW_MODES), "--sliding-window: off, basic, context"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+        if self.input_image and not self.input_audio and self.tail_silence_s <= 0:
+            raise UsageError("an image alone has no length: add --input-audio or --tail-silence-s")
+
+    def session_config(self) -> SessionConfig:
+        """The session config: `config` if given, else the preset plus the options."""
+        from duplex_client import presets
+
+        if self.config is not None:
+            return self.config
+        overrides: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        if self.instructions is not None:
+            overrides["instructions"] = self.instructions
+        if self.temperature is not None:
+            overrides["temperature"] = self.temperature
+        if self.sliding_window is not None:
+            extra["sliding_window_mode"] = self.sliding_window
+            extra.update(self.window_knobs)
+        if self.manual_commit:
+            extra["auto_response"] = False
+        if extra:
+            overrides["extra_body"] = extra
+        if self.preset == "minicpmo":
+            return presets.minicpmo_4_5(ref_audio=self.ref_audio, **overrides)
+        if self.preset == "joyai":
+            return presets.joyai(manual=self.manual_commit, **overrides)
+        base = presets.aura() if self.preset == "aura" else SessionConfig()
+        if self.ref_audio is not None:
+            overrides["ref_audio"] = ref_audio_data_url(self.ref_audio)
+        return base.with_overrides(**overrides)
+
+
+def default_run_dir() -> Path:
+    """`./runs/<timestamp>` (a suffix keeps two runs in one second apart)."""
+    base = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
+    """Open the media the options name; returns the source and an object to close."""
+    from duplex_client.media import ImageFrameSource, open_audio, open_clip
+
+    if options.input_video:
+        clip = open_clip(
+            options.input_video,
+            fps=options.video_fps,
+            frame_max_side=options.frame_max_side,
+            jpeg_quality=options.jpeg_quality,
+            stack_frames=options.stack_frames,
+            audio=options.input_audio,
+        )
+        return clip, clip
+    audio = open_audio(options.input_audio) if options.input_audio else None
+    image = None
+    if options.input_image:
+        image = ImageFrameSource(
+            options.input_image,
+            frame_max_side=options.frame_max_side,
+            jpeg_quality=options.jpeg_quality,
+        )
+    return MediaInput(audio=audio, frames=image), None
+
+
+@contextlib.asynccontextmanager
+async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]:
+    """The URL to stream to: `url`, or an embedded reference server started for this run."""
+    if url:
+        yield url
+        return
+    if options.preset == "joyai":
+        raise UsageError("the embedded server has no joyai profile yet: pass --url")
+    from duplex_client.server import ReferenceServer
+
+    profile = "aura" if options.preset == "aura" else "minicpmo"
+    async with ReferenceServer(profile=profile, require_audio=options.require_audio) as server:
+        yield server.url
+
+
+async def stream_clip(
+    url: str | None = None,
+    *,
+    progress: RunProgress | None = None,
+    **options: Any,
+) -> RunResult:
+    """Stream a clip/WAV/image (keyword options as in `RunOptions`) and return the result.
+
+    Never raises for a failed session: the result says what happened (`ok`, `status`,
+    `error`, `exit_code`) and the bundle holds everything received. Bad options or input
+    raise `UsageError` / `MediaError` before anything is sent.
+    """
+    return await run_stream(url, RunOptions(**options), progress=progress)
+
+
+def stream_clip_blocking(url: str | None = None, **options: Any) -> RunResult:
+    """Blocking twin of `stream_clip` for scripts and notebooks without an event loop."""
+    return asyncio.run(stream_clip(url, **options))
+
+
+async def run_stream(
+    url: str | None, options: RunOptions, *, progress: RunProgress | None = None
+) -> RunResult:
+    """Validate, open the media, prepare the bundle, then run the session."""
+    options.validate()
+    config = options.session_config()
+    source, closer = open_source(options)
+    progress = progress or RunProgress()
+    progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
+    try:
+        out_dir = options.output_dir or default_run_dir()
+        try:
+            bundle = RunBundle(Path(out_dir))
+        except OSError as exc:
+            raise UsageError(f"{out_dir}: cannot write the output directory ({exc})") from None
+        async with target_url(url, options) as target:
+            return await _Run(target, options, config, source, bundle, progress).run()
+    finally:
+        if closer is not None:
+            closer.close()
+
+
+def _source_ms(source: AudioVisualSource) -> int:
+    """How long the input lasts on the media clock (audio if any, else the video)."""
+    if source.audio is not None:
+        return int(source.audio.info().get("duration_ms") or 0)
+    return source.frames.duration_ms if source.frames is not None else 0
+
+
+class _Run:
+    """One session: connect, stream, finish the turn, close, record."""
+
+    def __init__(
+        self,
+        url: str,
+        options: RunOptions,
+        config: SessionConfig,
+        source: AudioVisualSource,
+        bundle: RunBundle,
+        progress: RunProgress | None,
+    ) -> None:
+        self.options = options
+        self.source = source
+        self.bundle = bundle
+        self.progress = progress or RunProgress()
+        self.client = DuplexClient(url, model=options.model, config=config, api_key=options.api_key)
+        self.timeline = InputTimeline(
+            model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
+        )
+        self.timeline.set_sliding_window(config.extra_body)
+        self.last_event_at = time.monotonic()
+        self.stream_result: StreamResult | None = None
+        self.commit_at: float | None = None
+
+    def _on_event(self, event: Any, received_at: float) -> None:
+        self.last_event_at = received_at
+
+    async def run(self) -> RunResult:
+        """Run the session and always write `result.json`."""
+        started = time.monotonic()
+        result = RunResult(ok=False, status="failed", exit_code=EXIT_FAILED)
+        result.started_at = self.bundle.started_at
+        result.model, result.url = self.options.model, redact_url(self.client.url)
+        result.bundle_dir = self.bundle.dir
+        self.bundle.attach(self.client)
+        self.client.add_listener(self._on_event)
+        ticker = asyncio.create_task(self._tick(started))
+        try:
+            await self._session()
+            result.status, result.ok = "ok", True
+        except asyncio.CancelledError:
+            result.status, result.error, result.exit_code = (
+                "interrupted",
+                "interrupted",
+                EXIT_INTERRUPTED,
+            )
+            raise
+        except DuplexClientError as exc:
+            result.error = str(exc)
+        finally:
+            ticker.cancel()
+            await self._close()
+            self._complete(result, started)
+            self.bundle.finish(result.to_dict())
+        return result
+
+    async def _session(self) -> None:
+        client = self.client
+        self.progress.phase = "connecting"
+        await client.connect()
+        self.timeline.set_session(session_id=client.session_id)
+        self.bundle.write_session(client, url=client.url)
+        self.progress.phase = "streaming"
+        self.stream_result = await stream(
+            client,
+            self.source,
+            tail_silence_s=self.options.tail_silence_s,
+            realtime=self.options.realtime,
+            chunk_ms=self.options.chunk_ms,
+            soundtrack_policy=self.options.soundtrack,  # type: ignore[arg-type]
+            timeline=self.timeline,
+        )
+        self.progress.phase = "finishing"
+        await self._finish_turn(self.stream_result)
+        self.progress.phase = "closing"
+
+    async def _finish_turn(self, sr: StreamResult) -> None:
+        """Wait for the commit, the post-commit decision when one is due, and drain responses."""
+        client, opts = self.client, self.options
+        if sr.commit_event_id is None:
+            return
+        self.commit_at = time.monotonic()
+        committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
+        if opts.manual_commit:
+            await client.create_response()
+        grid = UnitGrid.from_capabilities(client.capabilities)
+        samples = client.audio_samples
+        residual = samples > grid.start_samples(grid.unit_at_sample(samples))
+        active = client.tracker.active
+        due = residual or opts.manual_commit or committed.no_response or active is not None
+        deadline = time.monotonic() + opts.timeout_s
+        while client.is_open:
+            now = time.monotonic()
+            decided = self._decided_since(self.commit_at)
+            busy = client.tracker.active is not None and not client.tracker.active.done
+            if not busy and (decided or not due) and now - self.last_event_at >= opts.settle_s:
+                return
+            if now > deadline:
+                what = "a response did not finish" if busy else "no decision arrived"
+                raise RunFailed(f"{what} within {opts.timeout_s:g} s after the commit")
+            await asyncio.sleep(0.05)
+
+    def _all_handles(self) -> list[ResponseHandle]:
+        tracker = self.client.tracker
+        handles = [*tracker.handles.values(), *tracker.listens]
+        return sorted(handles, key=lambda h: h.created_at)
+
+    def _decided_since(self, t: float) -> bool:
+        return any(h.decision is not None and h.created_at >= t for h in self._all_handles())
+
+    async def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self.client.close())
+        self.timeline.write_best_effort()
+
+    async def _tick(self, started: float) -> None:
+        while True:
+            self._refresh(started)
+            await asyncio.sleep(0.1)
+
+    def _refresh(self, started: float) -> None:
+        p = self.progress
+        p.wall_s = time.monotonic() - started
+        rows = self.timeline.appends
+        p.appends = len(rows)
+        if rows:
+            p.media_ms = rows[-1]["media_end_ms"]
+        for kind in p.units:
+            p.units[kind] = sum(1 for r in rows if r["unit_kind"] == kind)
+        late = sorted(r["lateness_ms"] for r in rows if r["lateness_ms"] is not None)
+        if late:
+            p.lateness_p50_ms, p.lateness_max_ms = late[len(late) // 2], late[-1]
+        handles = self._all_handles()
+        p.decisions = [(h.metadata.get("unit_index"), h.decision or "?") for h in handles]
+        p.transcript = " ".join(h.transcript or h.text for h in handles if h.transcript or h.text)
+
+    def _complete(self, result: RunResult, started: float) -> None:
+        client = self.client
+        result.duration_s = time.monotonic() - started
+        result.session_id = client.session_id
+        result.closed_reason = client.closed_reason
+        result.server_errors = [
+            {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}
+            for e in client.errors
+        ]
+        origin = (
+            self.timeline.clock.t0
+            if self.timeline.clock and self.timeline.clock.started
+            else started
+        )
+        handles = self._all_handles()
+        result.decisions = [handle_record(h, origin) for h in handles]
+        totals = self.timeline.totals()
+        result.lateness_ms = totals["lateness_ms"]
+        result.counts = {
+            "appends": totals["appends"],
+            "audio_ms": totals["audio_ms"],
+            "units": totals["units"],
+            "fallback_units": totals["fallback_units"],
+            "frames": totals["frames"],
+            "commits": totals["commits"],
+            "responses": len(client.tracker.handles),
+            "speak": sum(1 for h in handles if h.decision == "speak"),
+            "listen": sum(1 for h in handles if h.decision == "listen"),
+            "events": self.bundle.event_count,
+            "output_audio_ms": self.bundle.output_ms,
+        }
+        result.latencies_ms = self._latencies()
+        self._judge(result, handles)
+        result.timeline = self.timeline.to_dict()
+
+    def _latencies(self) -> dict[str, float | None]:
+        def ms(t: float | None) -> float | None:
+            if t is None or self.commit_at is None:
+                return None
+            return round(max(0.0, t - self.commit_at) * 1000.0, 3)
+
+        after = [
+            h for h in self._all_handles() if self.commit_at and h.created_at >= self.commit_at
+        ]
+        audio = [h.first_audio_at for h in after if h.first_audio_at is not None]
+        text = [h.first_text_at for h in after if h.first_text_at is not None]
+        decided = [h.created_at for h in after if h.decision is not None]
+        return {
+            "first_decision_from_commit": ms(min(decided)) if decided else None,
+            "first_audio_from_commit": ms(min(audio)) if audio else None,
+            "first_text_from_commit": ms(min(text)) if text else None,
+        }
+
+    def _judge(self, result: RunResult, handles: list[ResponseHandle]) -> None:
+        """`ok` is transport and lifecycle only: created, closed, no errors, a decision."""
+        if not result.ok:
+            return
+        problems = []
+        if self.client.closed_reason not in ("client_close",):
+            problems.append(f"session ended with {self.client.closed_reason!r}")
+        if result.server_errors:
+            codes = ", ".join(str(e["code"]) for e in result.server_errors)
+            problems.append(f"server reported errors: {codes}")
+        if not any(h.decision for h in handles):
+            problems.append("no listen/speak decision was reached")
+        if problems:
+            result.ok, result.status, result.exit_code = False, "failed", EXIT_FAILED
+            result.error = "; ".join(problems)
+        else:
+            result.exit_code = EXIT_OK
