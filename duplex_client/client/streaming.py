@@ -150,8 +150,8 @@ async def stream(
     `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
     the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
     `PcmSource` or an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a
-    `media.Clip`); a video soundtrack gets
-    `soundtrack_policy`, other audio is sent whole. To continue a previous stream (same
+    `media.Clip`); a video soundtrack gets `soundtrack_policy`, other audio is sent
+    whole. To continue a previous stream (same
     media timeline, unit numbering and t0) pass its result's `position` and `clock`;
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
     (ignored for `now` when `clock` is given). Each append and the commit are recorded in
