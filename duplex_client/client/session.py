@@ -15,7 +15,10 @@ from duplex_client.client.config import SessionConfig
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE, Broadcaster, DropOldestQueue
 from duplex_client.client.queues import Subscription as Subscription
 from duplex_client.client.responses import ResponseHandle, ResponseTracker
+from duplex_client.client.streaming import Source, StreamResult
+from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.transport import Transport, TransportClosed, WebSocketTransport, build_url
+from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
@@ -121,6 +124,7 @@ class DuplexClientBase:
         self._send_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._ack_task: asyncio.Task[None] | None = None
+        self._last_stream: StreamResult | None = None
         self.tracker = ResponseTracker(
             self._decided.put,
             sample_rate_hz=self.config.output_sample_rate_hz,
@@ -359,6 +363,21 @@ class DuplexClientBase:
             fut.set_exception(DuplexProtocolError.from_error(event.error, event.raw))
         else:
             fut.set_result(event)
+
+    async def stream(self, source: Source = None, **options: Any) -> StreamResult:
+        """Stream PCM/frames on the media clock (`client.streaming.stream` options).
+
+        A follow-up call continues the previous stream's media timeline, unit numbering and
+        clock anchor unless `position`/`clock`/`media_origin_ms` say otherwise.
+        """
+        last = self._last_stream
+        if last is not None and not {"position", "clock", "media_origin_ms"} & options.keys():
+            sent_ms = samples_to_ms(last.position.audio_samples, self._rate)
+            if abs(sent_ms - self.audio_end_ms) <= 1:
+                options["position"], options["clock"] = last.position, last.clock
+        result = await stream_source(self, source, **options)
+        self._last_stream = result
+        return result
 
     # --- consuming ---
 
