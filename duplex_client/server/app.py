@@ -222,6 +222,7 @@ class ReferenceServer:
             process_request=self._process_request,
             ping_interval=20,
             ping_timeout=60,
+            close_timeout=2,
         )
         self._port = self._server.sockets[0].getsockname()[1]
         log.info("reference server listening on %s (profile %s)", self.url, self.config.profile)
