@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-from collections import deque
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -18,179 +16,16 @@ from websockets.http11 import Request, Response
 
 from duplex_client.protocol.codec import CodecError, loads
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server import playback
+from duplex_client.server.attachment import Attachment, Runner
 from duplex_client.server.config import ServerConfig
-from duplex_client.server.emitter import CloseSocket, Output, Send
+from duplex_client.server.emitter import Output, Send
 from duplex_client.server.errors import Reject, client_event_id, error_event
 from duplex_client.server.registry import Registry
 from duplex_client.server.session import DuplexSession
 
 log = logging.getLogger("duplex_client.server")
 PATHS = ("/v1/realtime", "/v1/duplex")
-_DRAIN_WAIT_S = 5.0
-_LOGGED = frozenset(
-    {
-        "session.created",
-        "session.resumed",
-        "session.closed",
-        "session.expired",
-        "session.resync_required",
-        "input_audio_buffer.committed",
-        "response.created",
-        "response.done",
-    }
-)
-
-
-class _Attachment:
-    """One socket attached to a session: an ordered, bounded send queue and its writer task."""
-
-    def __init__(self, ws: ServerConnection, runner: _Runner) -> None:
-        self.ws = ws
-        self.runner = runner
-        self.replaced = False
-        self.closing = False
-        self._queue: deque[Output] = deque()
-        self._bytes = 0
-        self._wake = asyncio.Event()
-        self.low_water = asyncio.Event()
-        self.low_water.set()
-        self._task = asyncio.create_task(self._write())
-
-    def push(self, outputs: list[Output], *, reserve: bool = False) -> bool:
-        """Queue outputs; False if the output buffer limit would be exceeded (nothing queued)."""
-        limits = self.runner.session.limits
-        max_bytes = limits.output_buffer_bytes + (limits.output_reserve_bytes if reserve else 0)
-        max_events = limits.output_buffer_events + (limits.output_reserve_events if reserve else 0)
-        size = sum(len(o.data) for o in outputs if isinstance(o, Send))
-        if outputs and (
-            self._bytes + size > max_bytes or len(self._queue) + len(outputs) > max_events + 1
-        ):
-            return False
-        self._queue.extend(outputs)
-        self._bytes += size
-        self._wake.set()
-        if self._bytes > self._low_mark():
-            self.low_water.clear()
-        return True
-
-    def _low_mark(self) -> int:
-        return self.runner.session.limits.output_buffer_bytes // 4
-
-    @property
-    def backlog_bytes(self) -> int:
-        """Bytes queued but not yet written."""
-        return self._bytes
-
-    async def _write(self) -> None:
-        try:
-            while True:
-                while not self._queue:
-                    self._wake.clear()
-                    await self._wake.wait()
-                item = self._queue.popleft()
-                if isinstance(item, CloseSocket):
-                    self.closing = True
-                    await self.ws.close(item.code, item.reason[:120])
-                    return
-                self._bytes -= len(item.data)
-                if self._bytes <= self._low_mark():
-                    self.low_water.set()
-                await self.ws.send(item.data, text=True)
-                self.runner.sent(self, item)
-        except ConnectionClosed:
-            pass
-
-    async def stop(self) -> None:
-        """Stop writing (the socket is gone or replaced)."""
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-
-    async def drain(self) -> None:
-        """Wait until the writer finished (it ends after a close)."""
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-
-
-class _Runner:
-    """Binds a sans-I/O session to its current attachment and drives its timers."""
-
-    def __init__(
-        self, session: DuplexSession, on_finished: Callable[[_Runner], None] | None = None
-    ) -> None:
-        self.session = session
-        self._on_finished = on_finished
-        self.attachment: _Attachment | None = None
-        self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
-        self._sent_total = 0
-        self._timer = asyncio.create_task(self._timers())
-
-    def now(self) -> float:
-        """The session clock (the event loop's monotonic time)."""
-        return self._loop.time()
-
-    def deliver(self, outputs: list[Output], *, wake: bool = True) -> None:
-        """Route outputs to the attached socket; a detached session only journals them."""
-        for out in outputs:
-            if isinstance(out, Send) and (out.type in _LOGGED or out.code):
-                log.info("session %s: %s%s", self.session.session_id, out.type,
-                         f" {out.code}" if out.code else "")  # fmt: skip
-        att = self.attachment
-        if att is not None and not att.push(outputs):
-            self.session.fail(
-                ErrorCode.RESOURCE_EXHAUSTED,
-                "output buffer overflow: the client is not reading",
-                self.now(),
-                close_code=1008,
-            )
-            if not att.push(self.session.emitter.drain(), reserve=True):
-                att.ws.transport.abort()
-        if wake:
-            self._wake.set()  # deadlines may have moved
-
-    def handle(self, event: dict[str, Any]) -> None:
-        """Feed one client event to the session."""
-        self.deliver(self.session.handle(event, self.now()))
-
-    def sent(self, att: _Attachment, send: Send) -> None:
-        """Count sent events; the drop fault aborts the socket after N of them (once)."""
-        self._sent_total += 1
-        faults = self.session.faults
-        if (
-            faults.drop_after_events is not None
-            and not self.session.drop_fault_used
-            and self._sent_total >= faults.drop_after_events
-        ):
-            self.session.drop_fault_used = True
-            log.info("session %s: fault: dropping the socket", self.session.session_id)
-            att.ws.transport.abort()
-
-    async def _timers(self) -> None:
-        while not self.session.closed:
-            deadline = self.session.next_deadline()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout_at(deadline):
-                    await self._wake.wait()
-            self._wake.clear()
-            att = self.attachment
-            if att is not None and not att.low_water.is_set():
-                # Let the socket drain before producing more output (the output buffer's guard).
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(_DRAIN_WAIT_S):
-                        await att.low_water.wait()
-            else:
-                await asyncio.sleep(0)
-            if not self.session.closed:
-                self.deliver(self.session.tick(self.now()), wake=False)
-        if self._on_finished is not None:
-            self._on_finished(self)
-
-    async def stop(self) -> None:
-        """Stop the timer task."""
-        self._timer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._timer
 
 
 class ReferenceServer:
@@ -203,7 +38,7 @@ class ReferenceServer:
             raise TypeError("pass either a ServerConfig or keyword overrides, not both")
         self.config = config
         self.registry = Registry(config)
-        self._runners: dict[str, _Runner] = {}
+        self._runners: dict[str, Runner] = {}
         self._server: Server | None = None
         self._port = config.port
 
@@ -297,7 +132,7 @@ class ReferenceServer:
 
     def history(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """The conversation history as the model keeps it (acks bound assistant audio)."""
-        return self.session(session_id).conversation.history()
+        return playback.history(self.session(session_id).conversation)
 
     # --- HTTP and WebSocket ---
 
@@ -352,15 +187,15 @@ class ReferenceServer:
             return
         runner = self._runners.get(session.session_id)
         if runner is None:
-            runner = self._runners[session.session_id] = _Runner(session, self._runner_finished)
+            runner = self._runners[session.session_id] = Runner(session, self._runner_finished)
         await self._attach(ws, runner, outputs, replaced)
 
     async def _attach(
-        self, ws: ServerConnection, runner: _Runner, outputs: list[Output], replaced: int | None
+        self, ws: ServerConnection, runner: Runner, outputs: list[Output], replaced: int | None
     ) -> None:
         session = runner.session
         old = runner.attachment
-        att = _Attachment(ws, runner)
+        att = Attachment(ws, runner)
         runner.attachment = att
         if old is not None and replaced is not None:
             old.replaced = True
@@ -388,7 +223,7 @@ class ReferenceServer:
                 del self._runners[session.session_id]
                 await runner.stop()
 
-    async def _read(self, ws: ServerConnection, att: _Attachment, runner: _Runner) -> None:
+    async def _read(self, ws: ServerConnection, att: Attachment, runner: Runner) -> None:
         session = runner.session
         with contextlib.suppress(ConnectionClosed):
             async for message in ws:
@@ -406,7 +241,7 @@ class ReferenceServer:
                     await att.drain()
                     return
 
-    def _runner_finished(self, runner: _Runner) -> None:
+    def _runner_finished(self, runner: Runner) -> None:
         if runner.attachment is None and self._runners.get(runner.session.session_id) is runner:
             del self._runners[runner.session.session_id]
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from duplex_client.protocol.codec import b64encode
-from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server import ids
 from duplex_client.server.assembler import Unit
 from duplex_client.server.emitter import Emitter
 from duplex_client.server.engine.base import AudioChunk, Engine, Listen, Speak, TurnView
-from duplex_client.server.errors import Reject
 from duplex_client.server.settings import SessionSettings
 
 _MAX_REMEMBERED_RESPONSES = 256
@@ -127,7 +125,7 @@ class Conversation:
         """Open a response (created, items, speak) or a listen-ended one; `pump` sends chunks."""
         options = options or {}
         settings = self.host.settings
-        rid = "resp_" + secrets.token_hex(16)
+        rid = ids.response_id()
         meta: dict[str, Any] = {
             "epoch": self.host.epoch,
             "trigger": trigger,
@@ -373,115 +371,6 @@ class Conversation:
         self.responses[state.response_id] = state
         while len(self.responses) > _MAX_REMEMBERED_RESPONSES:
             self.responses.popitem(last=False)
-
-    # --- playback acks and history ---
-
-    def seal_finished(self) -> None:
-        """A commit was processed: finished responses can no longer be acknowledged (§7)."""
-        for state in self.responses.values():
-            if state.done:
-                state.sealed = True
-
-    def ack(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Apply a `playback.ack`; returns the `playback.acknowledged` event or raises `Reject`."""
-        rid = event.get("response_id")
-        item_id = event.get("item_id")
-        if rid is None and isinstance(item_id, str) and item_id.startswith("item_"):
-            rid = item_id[5:]
-        if not isinstance(rid, str):
-            raise Reject(ErrorCode.BAD_EVENT, "playback.ack needs response_id", "response_id")
-        played = event.get("played_ms")
-        if isinstance(played, bool) or not isinstance(played, int) or played < 0:
-            raise Reject(
-                ErrorCode.BAD_EVENT, "played_ms must be a non-negative integer", "played_ms"
-            )
-        committed = event.get("committed_ms", played)
-        if isinstance(committed, bool) or not isinstance(committed, int) or committed < 0:
-            raise Reject(
-                ErrorCode.BAD_EVENT, "committed_ms must be a non-negative integer", "committed_ms"
-            )
-        truncate = event.get("truncate", False)
-        if not isinstance(truncate, bool):
-            raise Reject(ErrorCode.BAD_EVENT, "truncate must be a boolean", "truncate")
-        state = self.responses.get(rid)
-        if state is None:
-            raise Reject(
-                ErrorCode.PLAYBACK_ITEM_NOT_FOUND, f"unknown response {rid}", "response_id"
-            )
-        if item_id is not None and item_id != state.item_id:
-            raise Reject(
-                ErrorCode.PLAYBACK_ITEM_MISMATCH, f"item_id must be {state.item_id}", "item_id"
-            )
-        ack_only = self.host.settings.playback_commit_policy == "ack_only"
-        if state.sealed and ack_only:
-            raise Reject(
-                ErrorCode.PLAYBACK_ACK_TOO_LATE,
-                "the response finished before a later commit; its ack comes too late",
-                "response_id",
-            )
-        if not state.truncated:
-            state.played_ms = max(state.played_ms, min(played, state.audio_ms))
-            new_committed = min(committed, played, state.audio_ms)
-            if ack_only or truncate:
-                state.committed_ms = (
-                    new_committed if truncate else max(state.committed_ms, new_committed)
-                )
-            state.truncated = truncate
-        in_history = state.committed_ms > 0 and (ack_only or state.done)
-        body = {
-            "client_event_id": event.get("event_id")
-            if isinstance(event.get("event_id"), str)
-            else None,
-            "response_id": rid,
-            "item_id": state.item_id,
-            "played_ms": state.played_ms,
-            "committed_ms": state.committed_ms,
-            "truncate": state.truncated,
-        }
-        return {
-            "type": "playback.acknowledged",
-            **body,
-            "event": {"type": "playback.acknowledged", **body, "history_committed": in_history},
-        }
-
-    def playback_totals(self) -> dict[str, int]:
-        """`session.playback`: generated/sent/played/committed ms over all responses."""
-        gen = sum(s.audio_ms for s in self.responses.values())
-        return {
-            "generated_ms": gen,
-            "sent_ms": gen,
-            "played_ms": sum(s.played_ms for s in self.responses.values()),
-            "committed_ms": sum(s.committed_ms for s in self.responses.values()),
-        }
-
-    def history(self) -> list[dict[str, Any]]:
-        """The conversation as the model would remember it (§7: acks bound assistant audio)."""
-        out: list[dict[str, Any]] = []
-        for item_id in self.order:
-            item = self.items.get(item_id)
-            if item is None:
-                continue
-            if item.get("role") != "assistant" or not item_id.startswith("item_resp_"):
-                out.append(item)
-                continue
-            state = self.responses.get(item_id[5:])
-            if state is None or not state.done or state.committed_ms <= 0:
-                continue
-            words = state.transcript.split()
-            keep = (
-                len(words)
-                if state.audio_ms == 0
-                else round(len(words) * state.committed_ms / state.audio_ms)
-            )
-            out.append(
-                {
-                    **item,
-                    "audio_ms": state.committed_ms,
-                    "truncated": state.committed_ms < state.audio_ms,
-                    "content": [{"type": "output_audio", "transcript": " ".join(words[:keep])}],
-                }
-            )
-        return out
 
 
 def _cap_words(text: str, cap: Any) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hmac
 import logging
-import secrets
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server import ids
 from duplex_client.server.config import ServerConfig
 from duplex_client.server.emitter import CloseSocket, Emitter, Output
 from duplex_client.server.engine.base import Engine
@@ -71,7 +71,7 @@ class Registry:
         except Reject as rej:
             return None, self.handshake_error(rej, cid)
         session = DuplexSession(
-            session_id="duplex-" + secrets.token_hex(16),
+            session_id=ids.session_id(),
             profile=self.profile,
             settings=settings,
             engine=self.engine_factory(),

@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import logging
-import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from duplex_client.framing.units import UnitGrid
-from duplex_client.protocol.capabilities import Capabilities, UnitKind
+from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.server.assembler import Unit, UnitAssembler, detect_speech
+from duplex_client.server import ids, playback, turns
+from duplex_client.server.assembler import Unit, UnitAssembler
 from duplex_client.server.conversation import Conversation, Turn
-from duplex_client.server.emitter import Emitter, Output, Send
-from duplex_client.server.engine.base import Decision, Engine, Fail, Listen, Speak
+from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
+from duplex_client.server.engine.base import Engine, Speak
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
 from duplex_client.server.faults import Faults
-from duplex_client.server.inputs import parse_append
+from duplex_client.server.handlers import HANDLERS
+from duplex_client.server.intake import Work
 from duplex_client.server.journal import Journal
 from duplex_client.server.limits import InputBudget, Limits
 from duplex_client.server.profiles import Profile
-from duplex_client.server.session_handlers import HANDLERS
 from duplex_client.server.settings import SessionSettings
 
 log = logging.getLogger("duplex_client.server")
@@ -35,22 +34,6 @@ ALIASES: Final = {
     "input.audio.append": "input_audio_buffer.append",
     "push_chunk": "input_audio_buffer.append",
 }
-_MAX_APPEND_ROWS = 100_000
-
-
-@dataclass
-class Work:
-    """One item of the model's serial input pipeline (units, commits, response requests)."""
-
-    ready_at: float
-    kind: str
-    unit: Unit | None = None
-    decision: Decision | None = None
-    event: dict[str, Any] = field(default_factory=dict)
-    turn: Turn | None = None
-    final: bool = True
-    response_create: bool | None = None
-    audio_end_ms: int = 0
 
 
 class DuplexSession:
@@ -79,7 +62,7 @@ class DuplexSession:
         self.resumable = resumable
         journal = Journal(limits.journal_bytes, limits.journal_retention_s) if resumable else None
         self.emitter = Emitter(beta_names=beta_names, journal=journal)
-        self.resume_token: str | None = _token() if resumable else None
+        self.resume_token: str | None = ids.resume_token() if resumable else None
         self.previous_token: str | None = None
         self.attachment_generation = 1
         self.epoch = 0
@@ -141,7 +124,7 @@ class DuplexSession:
             "epoch": self.epoch,
             **self.settings.to_wire(),
             "capabilities": self.caps.to_dict(),
-            "playback": self.conversation.playback_totals(),
+            "playback": playback.totals(self.conversation),
         }
 
     def open(self, now: float) -> list[Output]:
@@ -156,7 +139,7 @@ class DuplexSession:
         if isinstance(text, str) and text:
             self.conversation.add_item(
                 {
-                    "id": _item_id(),
+                    "id": ids.item_id(),
                     "object": "realtime.item",
                     "type": "message",
                     "role": "user",
@@ -235,7 +218,7 @@ class DuplexSession:
     def resume(self, last_seq: int, now: float) -> list[Output]:
         """Reattach (token already checked): `session.resumed`, then the replay or a resync."""
         self.previous_token = self.resume_token
-        self.resume_token = _token()
+        self.resume_token = ids.resume_token()
         self.attachment_generation += 1
         self.detached_at = None
         self.last_activity = now
@@ -272,7 +255,7 @@ class DuplexSession:
                 "attachment_generation": old_generation,
             }
         )
-        return [send, _close(1000, "session_replaced")]
+        return [send, CloseSocket(1000, "session_replaced")]
 
     def fail(self, code: str, message: str, now: float, *, close_code: int = 1011) -> None:
         """Session-fatal error (scope S): error, `session.closed {reason: error}`, close."""
@@ -331,10 +314,8 @@ class DuplexSession:
         self.pipeline.append(work)
 
     def _advance(self, now: float) -> None:
-        from duplex_client.server.session_handlers import execute
-
         while self.state == "open" and self.pipeline and self.pipeline[0].ready_at <= now:
-            execute(self, self.pipeline.popleft(), now)
+            turns.execute(self, self.pipeline.popleft(), now)
             self.conversation.pump(now)
         if self.state == "open":
             self.conversation.pump(now)
@@ -349,136 +330,6 @@ class DuplexSession:
                 decision=Speak(), trigger="deferred_commit", unit=None, turns=turns, now=now
             )
 
-    # --- helpers shared by the handlers ---
-
-    def remember_id(self, event_id: str | None) -> None:
-        """Add an accepted append/commit id to the completed-id cache."""
-        if event_id is None:
-            return
-        self.seen_ids[event_id] = None
-        while len(self.seen_ids) > self.limits.completed_id_cache:
-            self.seen_ids.popitem(last=False)
-        self.last_input_event_id = event_id
-
-    def is_repeat(self, event_id: str | None) -> bool:
-        """Whether this append/commit id was already accepted (an idempotent resend)."""
-        return event_id is not None and event_id in self.seen_ids
-
-    def record_append(
-        self,
-        event_id: str | None,
-        units: list[Unit],
-        pcm_len: int,
-        speech: bool | None,
-        frame_sha: tuple[str, ...],
-        frame_bytes: tuple[int, ...],
-    ) -> None:
-        """Keep the §14-shaped row of an accepted append (for tests and debugging)."""
-        last = units[-1] if units else None
-        if len(self.appends) >= _MAX_APPEND_ROWS:
-            return
-        self.appends.append(
-            {
-                "index": len(self.appends),
-                "event_id": event_id,
-                "unit_kind": last.kind.value if last else None,
-                "unit_index": last.unit_index if last else None,
-                "audio_unit_index": last.audio_unit_index if last else None,
-                "duration_ms": self.assembler.to_ms(pcm_len // self.settings.bytes_per_sample),
-                "audio_end_ms": self.assembler.audio_end_ms,
-                "is_speech": speech,
-                "frames": [
-                    {"sha256": h, "bytes": b} for h, b in zip(frame_sha, frame_bytes, strict=True)
-                ],
-            }
-        )
-
-    def accept_units(self, units: list[Unit], now: float, *, decide: bool) -> None:
-        """Route emitted units: queued (manual lane) or into the model pipeline."""
-        for unit in units:
-            self.turn_units.append(unit)
-            if not self.settings.auto_response:
-                self.manual_queue.append(unit)
-                self.budget.charge(unit.charge)
-                continue
-            self.submit(unit, now, decide=decide)
-
-    def submit(self, unit: Unit, now: float, *, decide: bool) -> None:
-        """Hand a unit to the model pipeline (its decision is computed now, emitted when ready)."""
-        decision: Decision | None = None
-        if decide:
-            decision = self.engine.decide_unit(unit.view())
-            if unit.unit_index < self.settings.force_listen_count:
-                decision = Listen(reason="force_listen")
-        if self.faults.error_code and unit.unit_index == self.faults.error_at_unit:
-            decision = Fail(self.faults.error_code, f"injected fault at unit {unit.unit_index}")
-        delay = decision.delay_ms if decision is not None else 0
-        self.enqueue(
-            Work(0.0, "unit", unit=unit, decision=decision),
-            self.faults.unit_processing_ms(unit.unit_index) + delay,
-            now,
-        )
-
-    def append(self, event: dict[str, Any], now: float) -> None:
-        """`input_audio_buffer.append`: validate, charge, frame, and queue what closed."""
-        cid = client_event_id(event)
-        if self.is_repeat(cid):
-            return
-        parsed = parse_append(event, self.settings, self.caps, self.profile.illegal_unit_code)
-        if not self.budget.fits(parsed.charge):
-            raise Reject(
-                ErrorCode.INPUT_BACKPRESSURE,
-                "pending input limit reached; input not retained",
-                None,
-            )
-        speech = parsed.is_speech
-        if speech is None:
-            speech = detect_speech(parsed.pcm, self.settings.input_format)
-        if parsed.pcm:
-            self.audio_started = True
-            before = self.assembler.pending_bytes
-            units = self.assembler.add_audio(parsed.pcm, speech, parsed.frames)
-            # Only what stays buffered is charged here; accept_units charges queued units.
-            delta = self.assembler.pending_bytes - before
-            if delta >= 0:
-                self.budget.charge(delta)
-            else:
-                self.budget.release(-delta)
-        else:
-            assert parsed.frames is not None
-            units = [self.assembler.add_vision(parsed.frames)]
-        self.remember_id(cid)
-        self.record_append(
-            cid,
-            units,
-            len(parsed.pcm),
-            parsed.is_speech,
-            parsed.frames.sha256 if parsed.frames else (),
-            parsed.frame_bytes,
-        )
-        if speech and parsed.pcm:
-            self.maybe_barge_in(now)
-        self.accept_units(units, now, decide=True)
-
-    def maybe_barge_in(self, now: float) -> None:
-        """Under `barge_in_on_speech`, user speech interrupts a playing response (§6.4)."""
-        active = self.conversation.active
-        if (
-            self.settings.overlap_policy != "barge_in_on_speech"
-            or active is None
-            or not active.audio_ms
-        ):
-            return
-        self.emitter.emit(
-            {
-                "type": "input_audio_buffer.speech_started",
-                "audio_start_ms": self.assembler.audio_end_ms,
-                "item_id": None,
-            },
-            now,
-        )
-        self.interrupt("barge_in", now)
-
     def interrupt(self, reason: str, now: float) -> None:
         """Stop the active response: `output_audio_buffer.cleared`, then a cancelled done."""
         active = self.conversation.active
@@ -489,51 +340,3 @@ class DuplexSession:
             {"type": "output_audio_buffer.cleared", "response_id": active.response_id}, now
         )
         self.conversation.cancel(reason, now)
-
-    def new_turn(self, units: list[Unit], speech: bool) -> Turn:
-        """Seal the open turn's units into a `Turn`."""
-        turn = Turn(
-            turn_id=self.next_turn_id,
-            item_id=self.turn_item_id or _item_id(),
-            units=units,
-            speech=speech,
-        )
-        self.next_turn_id += 1
-        self.turn_item_id = None
-        return turn
-
-    def open_turn_has_input(self) -> bool:
-        """Whether anything uncommitted or retained could be committed."""
-        return bool(
-            self.turn_units
-            or self.assembler.partial_bytes
-            or self.assembler.queued_frames
-            or self.manual_queue
-            or self.pending_turns
-        )
-
-    def release_queue(self) -> list[Unit]:
-        """Take the manual-lane queue (its charge is released: the units go to the model)."""
-        units, self.manual_queue = self.manual_queue, []
-        for u in units:
-            self.budget.release(u.charge)
-        return units
-
-    @property
-    def has_vision_only(self) -> bool:
-        """Whether the open turn holds only VISION units."""
-        return bool(self.turn_units) and all(u.kind is UnitKind.VISION for u in self.turn_units)
-
-
-def _token() -> str:
-    return "rt_" + secrets.token_urlsafe(24)
-
-
-def _item_id() -> str:
-    return "item_" + secrets.token_hex(16)
-
-
-def _close(code: int, reason: str) -> Output:
-    from duplex_client.server.emitter import CloseSocket
-
-    return CloseSocket(code, reason)

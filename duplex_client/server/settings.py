@@ -9,6 +9,7 @@ from typing import Any, Final
 from duplex_client.protocol.codec import CodecError, b64decode
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server.errors import Reject
+from duplex_client.server.knobs import EXTRA_DEFAULTS, validate_extra_body
 from duplex_client.server.profiles import Profile
 
 #: Input encodings we accept (aliases → canonical) and their bytes per sample (§4.1).
@@ -20,17 +21,6 @@ INPUT_RATES: Final = frozenset({8000, 16000, 22050, 24000, 32000, 44100, 48000})
 OUTPUT_RATES: Final = frozenset({16000, 24000, 48000})
 OVERLAP_POLICIES: Final = ("listen_only", "barge_in_on_speech")
 PLAYBACK_POLICIES: Final = ("ack_only", "commit_all_on_done")
-WINDOW_MODES: Final = ("off", "basic", "context")
-EXTRA_DEFAULTS: Final[dict[str, Any]] = {
-    "auto_response": True,
-    "force_listen_count": 0,
-    "return_stage_metrics": False,
-    "sliding_window_mode": "off",
-    "basic_window_high_tokens": 8000,
-    "basic_window_low_tokens": 6000,
-    "context_max_units": 24,
-    "context_previous_max_tokens": 500,
-}
 _HANDLED: Final = frozenset(
     {
         "type",
@@ -160,7 +150,7 @@ def apply_update(
     _simple_fields(raw, base, audio_started, changes)
     _ref_audio(raw, base, profile, handshake, changes)
     if "extra_body" in raw and raw["extra_body"] is not None:
-        changes["extra_body"] = _extra_body(raw["extra_body"], base.extra_body)
+        changes["extra_body"] = validate_extra_body(raw["extra_body"], base.extra_body)
     extras = {k: v for k, v in raw.items() if k not in _HANDLED}
     if extras:
         changes["extras"] = {**base.extras, **extras}
@@ -381,62 +371,3 @@ def _ref_audio(
     if not handshake and base.ref_audio_digest is not None and digest != base.ref_audio_digest:
         raise Reject(ErrorCode.REF_AUDIO_UPDATE_UNSUPPORTED, "ref_audio cannot change", "ref_audio")
     out["ref_audio_digest"] = digest
-
-
-def _pos_int(value: Any, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            f"{key} must be a positive integer",
-            f"extra_body.{key}",
-        )
-    return value
-
-
-def _extra_body(raw: Any, base: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise Reject(ErrorCode.BAD_EVENT, "extra_body must be an object", "extra_body")
-    merged = {**base, **raw}
-    if "minicpmo45_native_duplex" in raw and "native_duplex" not in raw:
-        merged["native_duplex"] = raw["minicpmo45_native_duplex"]
-    for key in ("auto_response", "native_duplex", "return_stage_metrics"):
-        if key in merged and not isinstance(merged[key], bool):
-            raise Reject(
-                ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-                f"{key} must be true or false",
-                f"extra_body.{key}",
-            )
-    flc = merged.get("force_listen_count", 0)
-    if isinstance(flc, bool) or not isinstance(flc, int) or flc < 0:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "force_listen_count must be a non-negative integer",
-            "extra_body.force_listen_count",
-        )
-    text = merged.get("duplex_initial_user_text")
-    if text is not None and not isinstance(text, str):
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "duplex_initial_user_text must be a string",
-            "extra_body.duplex_initial_user_text",
-        )
-    if merged.get("sliding_window_mode") not in WINDOW_MODES:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            f"sliding_window_mode must be one of {WINDOW_MODES}",
-            "extra_body.sliding_window_mode",
-        )
-    for key in (
-        "basic_window_high_tokens",
-        "basic_window_low_tokens",
-        "context_max_units",
-        "context_previous_max_tokens",
-    ):
-        _pos_int(merged[key], key)
-    if merged["basic_window_low_tokens"] >= merged["basic_window_high_tokens"]:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "basic_window_low_tokens must be below basic_window_high_tokens",
-            "extra_body.basic_window_low_tokens",
-        )
-    return merged

@@ -17,19 +17,29 @@ from duplex_client.server import Limits, ReferenceServer, Script
 from tests.integration.server.wire import Wire, append, b64, frame, tone
 
 _TYPES = [*CLIENT_EVENT_TYPES, "close", "push_chunk", "input.audio.append"]
+# fmt: off
 _FIELDS = [
     "event_id", "session", "audio", "video_frames", "is_speech", "format", "sample_rate_hz",
     "duration_ms", "audio_end_ms", "unit_index", "final", "response_create", "response",
     "response_id", "item_id", "played_ms", "committed_ms", "truncate", "server_event_seq",
     "item", "signal", "text", "max_slice_nums", "resume_token", "session_id",
-]  # fmt: skip
+]
+# fmt: on
 
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**40), 2**40)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
-)  # fmt: skip
+)
 audio_values = st.one_of(
     st.binary(max_size=4000).map(b64),
     st.sampled_from([b64(tone(200)), b64(tone(1000)), "", "!!!", b64(b"\x01")]),
@@ -38,6 +48,8 @@ frame_values = st.lists(
     st.one_of(st.integers(0, 9).map(frame), st.binary(max_size=40).map(b64), st.text(max_size=6)),
     max_size=3,
 )
+_ANSWERS = ("session.heartbeat_ack", "session.closed", "session.expired")
+_KNOBS = ["auto_response", "force_listen_count", "sliding_window_mode", "basic_window_low_tokens"]
 session_values = st.fixed_dictionaries(
     {},
     optional={
@@ -45,12 +57,11 @@ session_values = st.fixed_dictionaries(
         "sample_rate_hz": st.sampled_from([16000, 24000, 1, "x"]),
         "input_audio_format": st.sampled_from(["pcm16", "pcm_f32le", "mp3", 3]),
         "turn_detection": st.none() | json_values,
-        "extra_body": st.dictionaries(st.sampled_from(["auto_response", "force_listen_count",
-                                      "sliding_window_mode", "basic_window_low_tokens"]), json_values),
+        "extra_body": st.dictionaries(st.sampled_from(_KNOBS), json_values),
         "idle_timeout_s": st.sampled_from([30, 0, -1, "x"]),
         "playback_commit_policy": st.sampled_from(["ack_only", "commit_all_on_done", "?"]),
     },
-)  # fmt: skip
+)
 
 
 @st.composite
@@ -118,8 +129,7 @@ async def _exercise(url: str, messages: list[dict[str, Any] | str | bytes]) -> N
     # the fuzzed session either still answers or ended with a proper terminal event
     try:
         await fuzz.send({"type": "session.heartbeat", "event_id": "evt_probe"})
-        await fuzz.until(lambda e: e["type"] in ("session.heartbeat_ack", "session.closed",
-                                                  "session.expired"))  # fmt: skip
+        await fuzz.until(lambda e: e["type"] in _ANSWERS)
     except Exception:
         assert any(e["type"] in ("session.closed", "session.expired") for e in fuzz.received)
     codes = [e["error"]["code"] for e in fuzz.received if e.get("type") == "error"]
@@ -141,14 +151,19 @@ def test_fuzzed_session_never_hurts_the_server(threaded_server: ReferenceServer,
 
 
 def test_known_nasty_messages(threaded_server: ReferenceServer) -> None:
+    doubled = {"type": "input_audio_buffer.append", "audio": b64(tone(200)) * 3}
     nasty: list[dict[str, Any] | str | bytes] = [
-        "null", "[]", "1e999", '{"type": null}', '{"type": {}}', "\ud800".encode("utf-8", "surrogatepass"),
-        orjson.dumps({"type": "input_audio_buffer.append", "audio": b64(tone(200)) * 3,
-                      "video_frames": [frame(1)] * 2}).decode(),
+        "null",
+        "[]",
+        "1e999",
+        '{"type": null}',
+        '{"type": {}}',
+        "\ud800".encode("utf-8", "surrogatepass"),
+        orjson.dumps(doubled | {"video_frames": [frame(1)] * 2}).decode(),
         '{"type": "playback.ack", "response_id": "resp_x", "played_ms": 1180591620717411303424}',
         {"type": "session.update", "session": {"extra_body": {"force_listen_count": 2**62}}},
         {"type": "conversation.item.create", "item": {"id": 5}},
         {"type": "input_audio_buffer.commit", "final": False},
         {"type": "turn.signal", "signal": "barge_in"},
-    ]  # fmt: skip
+    ]
     asyncio.run(asyncio.wait_for(_exercise(threaded_server.url, nasty), 30))

@@ -1,4 +1,4 @@
-"""Conformance: handshake shape, capabilities, handshake errors, paths, auth, health, max sessions."""
+"""Conformance: handshake shape, capabilities, handshake errors, paths, auth, max sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conformance: per-session limits (one session's excess never hurts another) and fault injection."""
+"""Conformance: per-session limits (one session never hurts another) and fault injection."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ async def test_output_buffer_overflow_closes_only_that_session(make_server: Make
     # one audio delta (~64 KB) is above the 10 KB output buffer: the session fails
     await slow.send(append(tone(600), event_id="evt_a"))
     await slow.send({"type": "input_audio_buffer.commit", "event_id": "evt_c"})
-    code, events = await slow.closed()
+    _, events = await slow.closed()
     err = next(e for e in events if e["type"] == "error")
     assert err["error"]["code"] == ErrorCode.RESOURCE_EXHAUSTED
     assert events[-1]["type"] == "session.closed" and events[-1]["reason"] == "error"

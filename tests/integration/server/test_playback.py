@@ -1,4 +1,4 @@
-"""Conformance: playback acks, ack_only history, ack-too-late, output clears, barge-in, beta names."""
+"""Conformance: playback acks, ack_only history, ack-too-late, clears, barge-in, beta names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conformance: journal and acks, resume with replay and rotated tokens, takeover, expiry, resync."""
+"""Conformance: journal and acks, resume and replay, rotated tokens, takeover, expiry, resync."""
 
 from __future__ import annotations
 

@@ -1,0 +1,116 @@
+"""Playback acknowledgements and the conversation history they bound (protocol.md §7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server.conversation import Conversation
+from duplex_client.server.errors import Reject
+
+
+def seal_finished(conv: Conversation) -> None:
+    """A commit was processed: finished responses can no longer be acknowledged (§7)."""
+    for state in conv.responses.values():
+        if state.done:
+            state.sealed = True
+
+
+def ack(conv: Conversation, event: dict[str, Any]) -> dict[str, Any]:
+    """Apply a `playback.ack`; returns the `playback.acknowledged` event or raises `Reject`."""
+    rid = event.get("response_id")
+    item_id = event.get("item_id")
+    if rid is None and isinstance(item_id, str) and item_id.startswith("item_"):
+        rid = item_id[5:]
+    if not isinstance(rid, str):
+        raise Reject(ErrorCode.BAD_EVENT, "playback.ack needs response_id", "response_id")
+    played = event.get("played_ms")
+    if isinstance(played, bool) or not isinstance(played, int) or played < 0:
+        raise Reject(ErrorCode.BAD_EVENT, "played_ms must be a non-negative integer", "played_ms")
+    committed = event.get("committed_ms", played)
+    if isinstance(committed, bool) or not isinstance(committed, int) or committed < 0:
+        raise Reject(
+            ErrorCode.BAD_EVENT, "committed_ms must be a non-negative integer", "committed_ms"
+        )
+    truncate = event.get("truncate", False)
+    if not isinstance(truncate, bool):
+        raise Reject(ErrorCode.BAD_EVENT, "truncate must be a boolean", "truncate")
+    state = conv.responses.get(rid)
+    if state is None:
+        raise Reject(ErrorCode.PLAYBACK_ITEM_NOT_FOUND, f"unknown response {rid}", "response_id")
+    if item_id is not None and item_id != state.item_id:
+        raise Reject(
+            ErrorCode.PLAYBACK_ITEM_MISMATCH, f"item_id must be {state.item_id}", "item_id"
+        )
+    ack_only = conv.host.settings.playback_commit_policy == "ack_only"
+    if state.sealed and ack_only:
+        raise Reject(
+            ErrorCode.PLAYBACK_ACK_TOO_LATE,
+            "the response finished before a later commit; its ack comes too late",
+            "response_id",
+        )
+    if not state.truncated:
+        state.played_ms = max(state.played_ms, min(played, state.audio_ms))
+        new_committed = min(committed, played, state.audio_ms)
+        if ack_only or truncate:
+            state.committed_ms = (
+                new_committed if truncate else max(state.committed_ms, new_committed)
+            )
+        state.truncated = truncate
+    in_history = state.committed_ms > 0 and (ack_only or state.done)
+    body = {
+        "client_event_id": event.get("event_id")
+        if isinstance(event.get("event_id"), str)
+        else None,
+        "response_id": rid,
+        "item_id": state.item_id,
+        "played_ms": state.played_ms,
+        "committed_ms": state.committed_ms,
+        "truncate": state.truncated,
+    }
+    return {
+        "type": "playback.acknowledged",
+        **body,
+        "event": {"type": "playback.acknowledged", **body, "history_committed": in_history},
+    }
+
+
+def totals(conv: Conversation) -> dict[str, int]:
+    """`session.playback`: generated/sent/played/committed ms over all responses."""
+    gen = sum(s.audio_ms for s in conv.responses.values())
+    return {
+        "generated_ms": gen,
+        "sent_ms": gen,
+        "played_ms": sum(s.played_ms for s in conv.responses.values()),
+        "committed_ms": sum(s.committed_ms for s in conv.responses.values()),
+    }
+
+
+def history(conv: Conversation) -> list[dict[str, Any]]:
+    """The conversation as the model would remember it (§7: acks bound assistant audio)."""
+    out: list[dict[str, Any]] = []
+    for item_id in conv.order:
+        item = conv.items.get(item_id)
+        if item is None:
+            continue
+        if item.get("role") != "assistant" or not item_id.startswith("item_resp_"):
+            out.append(item)
+            continue
+        state = conv.responses.get(item_id[5:])
+        if state is None or not state.done or state.committed_ms <= 0:
+            continue
+        words = state.transcript.split()
+        keep = (
+            len(words)
+            if state.audio_ms == 0
+            else round(len(words) * state.committed_ms / state.audio_ms)
+        )
+        out.append(
+            {
+                **item,
+                "audio_ms": state.committed_ms,
+                "truncated": state.committed_ms < state.audio_ms,
+                "content": [{"type": "output_audio", "transcript": " ".join(words[:keep])}],
+            }
+        )
+    return out
