@@ -292,7 +292,7 @@ class DuplexSession:
         self.emitter.emit(
             {"type": "session.expired", "session_id": self.session_id, "reason": reason}, now
         )
-        self._end(reason, 1000)
+        self._end(reason, None if self.detached_at is not None else 1000)
 
     def _end(self, reason: str, close_code: int | None) -> None:
         self.state = "closed"
