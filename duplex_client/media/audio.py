@@ -2,8 +2,8 @@
 
 `open_audio(path)` reads WAV, FLAC, OGG and MP3 with soundfile and anything else PyAV can
 decode (m4a, opus, a video's soundtrack, ...). Conversion goes through PyAV's resampler
-(`av.AudioResampler(format="s16", layout="mono", rate=16000)`); soundfile input is first
-averaged to mono in numpy. Every source is re-iterable: each `chunks()` call decodes the file
+(`PcmConverter`); soundfile input is first averaged to mono in numpy (16 kHz mono int16
+WAV passes through untouched). Every source is re-iterable: each `chunks()` call decodes the file
 again from the start, holding about one second of audio at a time.
 
 A soundtrack is aligned to the container's media time 0: when the audio starts after the
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
 from duplex_client.media.errors import MediaError, MediaWarning, av_reason, check_file
 from duplex_client.media.probe import MediaInfo, open_input, origin_seconds, probe
+from duplex_client.media.resample import PcmConverter
 
 if TYPE_CHECKING:
     from av.audio.frame import AudioFrame
-    from av.audio.resampler import AudioResampler
 
 #: Bytes of PCM gathered before a chunk is yielded (1 s at 16 kHz mono int16).
 CHUNK_BYTES = INPUT_SAMPLE_RATE_HZ * BYTES_PER_SAMPLE
@@ -43,18 +43,6 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         while block := fh.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
-
-
-def new_resampler() -> AudioResampler:
-    """A resampler to the framer's format: s16, mono, 16 kHz."""
-    import av
-
-    return av.AudioResampler(format="s16", layout="mono", rate=INPUT_SAMPLE_RATE_HZ)
-
-
-def resampled_bytes(resampler: AudioResampler, frame: AudioFrame | None) -> bytes:
-    """Push one frame through the resampler (None flushes it) and return the PCM it gives."""
-    return b"".join(out.to_ndarray().tobytes() for out in resampler.resample(frame))
 
 
 class _FileAudio:
@@ -127,7 +115,7 @@ class SoundFileAudio(_FileAudio):
         import soundfile as sf
 
         native = self.sample_rate == INPUT_SAMPLE_RATE_HZ and self.channels == 1
-        resampler = None if native else new_resampler()
+        converter = None if native else PcmConverter()
         total = 0
         with sf.SoundFile(self.path) as fh:
             blocks = fh.blocks(
@@ -141,15 +129,15 @@ class SoundFileAudio(_FileAudio):
                 except (sf.SoundFileError, RuntimeError) as exc:
                     self._warn("read", f"audio unreadable after this point ({exc})")
                     break
-                if resampler is None:
+                if converter is None:
                     pcm = np.ascontiguousarray(block[:, 0], dtype="<i2").tobytes()
                 else:
-                    pcm = resampled_bytes(resampler, self._frame(block))
+                    pcm = converter.push(self._frame(block))
                 total += len(pcm) // BYTES_PER_SAMPLE
                 if pcm:
                     yield pcm
-        if resampler is not None:
-            tail = resampled_bytes(resampler, None)
+        if converter is not None:
+            tail = converter.flush()
             total += len(tail) // BYTES_PER_SAMPLE
             if tail:
                 yield tail
@@ -193,7 +181,7 @@ class AvAudio(_FileAudio):
         """16 kHz mono int16 LE PCM from media time 0, about one second per chunk."""
         import av
 
-        resampler = new_resampler()
+        converter = PcmConverter()
         buf = bytearray()
         total = 0
         started = False
@@ -218,12 +206,12 @@ class AvAudio(_FileAudio):
                     if not started:
                         started = True
                         buf += bytes(_lead_in_samples(frame, origin) * BYTES_PER_SAMPLE)
-                    buf += resampled_bytes(resampler, frame)
+                    buf += converter.push(frame)
                 if len(buf) >= CHUNK_BYTES:
                     total += len(buf) // BYTES_PER_SAMPLE
                     yield bytes(buf)
                     buf.clear()
-        buf += resampled_bytes(resampler, None)
+        buf += converter.flush()
         total += len(buf) // BYTES_PER_SAMPLE
         if buf:
             yield bytes(buf)

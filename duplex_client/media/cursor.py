@@ -115,15 +115,37 @@ class VideoCursor:
         """Promise that no frame before media time `t` will be asked for again."""
         self._floor = max(self._floor, self._ticks(t))
 
-    def frame_at(self, t: Fraction) -> ShownFrame | None:
-        """The frame on screen at media time `t` (None only if the stream has no frame)."""
+    def frame_at(self, t: Fraction, *, upcoming: Fraction | None = None) -> ShownFrame | None:
+        """The frame on screen at media time `t` (None only if the stream has no frame).
+
+        `upcoming` promises that the next request is for `upcoming` or later: when a keyframe
+        lies between `t` and it, the decoder is drained right after the frame at `t` instead
+        of decoding further frames that would be thrown away at that keyframe.
+        """
         limit = self._ticks(t)
-        if limit < self._last_limit:
-            raise ValueError("VideoCursor.frame_at: times must not decrease")
+        if limit < max(self._last_limit, self._floor):
+            raise ValueError("VideoCursor.frame_at: asked for a time before an earlier one")
         self._last_limit = limit
-        self._floor = max(self._floor, limit)
+        self._floor = limit
         self._read_ahead(limit)
         self._jump()
+        if upcoming is not None and self._drain_point(limit, self._ticks(upcoming)):
+            self._feed_through(limit)
+            self._drain()
+            self._drained = False
+            self._need_flush = True  # the next feed is the keyframe found above
+            self._floor = max(self._floor, self._ticks(upcoming))
+            self._advance(limit)
+        else:
+            self._decode_past(limit)
+        if self._cur is None and self._queue:
+            self._cur = self._queue.popleft()
+        if self._cur is None:
+            return None
+        return ShownFrame(Fraction(self._cur.pts or 0) * self._tb - self._origin, self._cur)
+
+    def _decode_past(self, limit: int) -> None:
+        """Decode until a frame after `limit` comes out (or the stream ends)."""
         while True:
             self._advance(limit)
             if self._queue:
@@ -138,11 +160,6 @@ class VideoCursor:
                 self._drain()
             else:
                 break
-        if self._cur is None and self._queue:
-            self._cur = self._queue.popleft()
-        if self._cur is None:
-            return None
-        return ShownFrame(Fraction(self._cur.pts or 0) * self._tb - self._origin, self._cur)
 
     def contains(self, t: Fraction) -> bool:
         """Whether some frame is on screen at media time `t` (reads packets, decodes nothing)."""
@@ -231,6 +248,28 @@ class VideoCursor:
                 return
             self._pending.append(packet)
             self._pending_bytes += packet.size
+
+    def _drain_point(self, limit: int, upcoming: int) -> bool:
+        """Whether a keyframe in (limit, upcoming] follows every pending packet shown by limit."""
+        if upcoming <= limit:
+            return False
+        self._read_ahead(upcoming)
+        last_needed = -1
+        for i, packet in enumerate(self._pending):
+            if packet.pts is None:
+                return False
+            if packet.pts <= limit:
+                last_needed = i
+            elif packet.is_keyframe and packet.pts <= upcoming and i > last_needed:
+                return True
+        return False
+
+    def _feed_through(self, limit: int) -> None:
+        """Feed pending packets up to the last one (in decode order) shown by `limit`."""
+        last = max((i for i, p in enumerate(self._pending) if (p.pts or 0) <= limit), default=-1)
+        for _ in range(last + 1):
+            self._feed(self._pop_pending())
+            self._advance(limit)  # hold one decoded frame, not a second's worth
 
     def _jump(self) -> None:
         """Drop pending packets before the last keyframe at or before the floor."""

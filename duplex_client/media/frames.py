@@ -137,18 +137,20 @@ class ClipFrames:
     def _grid_time(self, k: int) -> Fraction:
         return Fraction(k) / self._rate
 
-    def _frame_at(self, t: Fraction) -> ShownFrame | None:
+    def _frame_at(self, t: Fraction, upcoming: Fraction | None = None) -> ShownFrame | None:
         cursor = self._open_cursor()
         try:
-            return cursor.frame_at(t)
+            return cursor.frame_at(t, upcoming=upcoming)
         except ValueError:  # asked for a time already passed: decode again from the top
             self.close()
-            return self._open_cursor().frame_at(t)
+            return self._open_cursor().frame_at(t, upcoming=upcoming)
 
     def _grid_frame(self, k: int) -> ShownFrame | None:
         shown = self._grid.get(k)
         if shown is None:
-            shown = self._frame_at(self._grid_time(k))
+            # Without composites the next frame wanted is grid frame k+1 or later.
+            upcoming = self._grid_time(k + 1) if self.stack_frames == 1 else None
+            shown = self._frame_at(self._grid_time(k), upcoming)
             if shown is not None:
                 self._grid[k] = shown
         return shown

@@ -11,6 +11,7 @@ import pytest
 
 from duplex_client.framing.sources import FrameSampler
 from duplex_client.media import ClipFrames
+from duplex_client.media.cursor import VideoCursor
 from tests.unit.media.conftest import frame_index
 
 cv2 = pytest.importorskip("cv2")
@@ -153,6 +154,40 @@ def test_keyframe_skipping_matches_decoding_everything(
     # Keyframes every 4 frames: packets before the keyframe preceding each sample are
     # dropped undecoded.
     assert dropped > 0 and decoded <= 20
+
+
+def test_one_decode_per_sample_when_keyframes_sit_on_the_grid(
+    make_clip: Callable[..., Path],
+) -> None:
+    path = make_clip("gop1s.mp4", video_seconds=4.0, fps=10, keyint=10)
+    with ClipFrames(path, fps=1.0) as frames:
+        got = [base_index(frames, s, s + 1000) for s in range(0, 4000, 1000)]
+        cursor = frames._cursor
+        assert cursor is not None
+        decoded = cursor.decoded_frames
+    assert got == [0, 10, 20, 30]
+    # Each keyframe is drained at once (no frame decoded past it) except the last sample's,
+    # which has no later keyframe to jump to and decodes one frame ahead.
+    assert decoded == 5
+
+
+def test_decoding_holds_few_frames(
+    make_clip: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Keyframes every 1.5 s: the sample at 1 s decodes frames 0..10 and then drains.
+    path = make_clip("gop15.mp4", video_seconds=4.0, fps=10, keyint=15)
+    queued: list[int] = []
+    push = VideoCursor._push
+
+    def spy(self: VideoCursor, frame: Any) -> None:
+        push(self, frame)
+        queued.append(len(self._queue))
+
+    monkeypatch.setattr(VideoCursor, "_push", spy)
+    with ClipFrames(path, fps=1.0) as frames:
+        got = [base_index(frames, s, s + 1000) for s in range(0, 4000, 1000)]
+    assert got == [0, 10, 20, 30]
+    assert len(queued) > 10 and max(queued) <= 5  # memory: never a second's worth of frames
 
 
 def test_variable_frame_rate(make_clip: Callable[..., Path]) -> None:
