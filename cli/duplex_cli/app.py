@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from duplex_cli.serve import serve_command
 from duplex_cli.stream import stream_command
 from duplex_client import __version__
 
@@ -16,6 +17,7 @@ app = typer.Typer(
 
 
 app.command("stream")(stream_command)
+app.command("serve")(serve_command)
 
 
 @app.command()
