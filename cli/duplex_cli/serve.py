@@ -38,6 +38,12 @@ def serve_command(
     faults: Annotated[
         str | None, Opt(help="Fault injection: k=v list, inline JSON or a JSON file.")
     ] = None,
+    illegal_unit_code: Annotated[
+        str | None, Opt(help="Code for an illegal unit kind (default bad_event).")
+    ] = None,
+    require_ref_audio: Annotated[
+        bool, Opt(help="Reject sessions without ref_audio (ref_audio_required).")
+    ] = False,
     max_sessions: Annotated[int, Opt(help="Concurrent sessions before resource_exhausted.")] = 1,
     first_unit_ms: Annotated[
         int | None, Opt(help="Advertise another first audio unit length (e.g. 1030).")
@@ -74,6 +80,8 @@ def serve_command(
             faults=faults,
             max_sessions=max_sessions,
             first_unit_ms=first_unit_ms,
+            illegal_unit_code=illegal_unit_code,
+            require_ref_audio=require_ref_audio,
         )
     except ValueError as exc:
         errors.print(f"error: {exc}")
@@ -119,6 +127,8 @@ def _reference_config(**opts: Any) -> Any:
         profile=opts["profile"],
         require_audio=opts["require_audio"],
         first_unit_ms=opts["first_unit_ms"],
+        illegal_unit_code=opts["illegal_unit_code"],
+        require_ref_audio=opts["require_ref_audio"],
         api_key=opts["api_key"],
         event_names=opts["event_names"],
         script=script,
