@@ -144,23 +144,6 @@ class VideoCursor:
             return None
         return ShownFrame(Fraction(self._cur.pts or 0) * self._tb - self._origin, self._cur)
 
-    def _decode_past(self, limit: int) -> None:
-        """Decode until a frame after `limit` comes out (or the stream ends)."""
-        while True:
-            self._advance(limit)
-            if self._queue:
-                break
-            if self._pending:
-                self._feed(self._pop_pending())
-                continue
-            packet = self._read()
-            if packet is not None:
-                self._feed(packet)
-            elif not self._drained:
-                self._drain()
-            else:
-                break
-
     def contains(self, t: Fraction) -> bool:
         """Whether some frame is on screen at media time `t` (reads packets, decodes nothing)."""
         limit = self._ticks(t)
@@ -179,7 +162,11 @@ class VideoCursor:
         return self._max_end is not None and limit < self._max_end
 
     def end_time(self) -> Fraction | None:
-        """Where the last frame stops being shown, once the whole stream has been read."""
+        """Where the last frame stops being shown, once the whole stream has been read.
+
+        That is the largest packet pts + duration. Containers give durations in decode
+        order, so for variable-frame-rate video with B-frames this can be a frame late.
+        """
         if not self._demux_done or self._max_end is None:
             return None
         return Fraction(self._max_end) * self._tb - self._origin
@@ -283,9 +270,25 @@ class VideoCursor:
             self._pop_pending()
         self.dropped_packets += target
         self._need_flush = True
-        self._skip_below = self._pending[0].pts
 
     # --- decoding -----------------------------------------------------------------------
+
+    def _decode_past(self, limit: int) -> None:
+        """Decode until a frame after `limit` comes out (or the stream ends)."""
+        while True:
+            self._advance(limit)
+            if self._queue:
+                break
+            if self._pending:
+                self._feed(self._pop_pending())
+                continue
+            packet = self._read()
+            if packet is not None:
+                self._feed(packet)
+            elif not self._drained:
+                self._drain()
+            else:
+                break
 
     def _pop_pending(self) -> Packet[VideoStream]:
         packet = self._pending.popleft()
@@ -293,10 +296,12 @@ class VideoCursor:
         return packet
 
     def _feed(self, packet: Packet[VideoStream]) -> None:
-        if self._need_flush:
+        if self._need_flush:  # restarting at a keyframe: forget the old references
             self._stream.codec_context.flush_buffers()
             self._queue.clear()
             self._need_flush = False
+            if packet.is_keyframe:
+                self._skip_below = packet.pts
         skip = self._skip_below
         if skip is not None and packet.pts is not None and packet.pts < skip:
             self.dropped_packets += 1  # leading frames of an open GOP we jumped into

@@ -62,6 +62,7 @@ class ClipFrames:
         self._grid: dict[int, ShownFrame] = {}
         self._encoded: dict[int, EncodedImage] = {}
         self._held: EncodedImage | None = None
+        self._held_index = -1
 
     # --- FrameSampler -------------------------------------------------------------------
 
@@ -79,15 +80,15 @@ class ClipFrames:
         cursor = self._open_cursor()
         start = Fraction(start_ms, 1000)
         k = math.floor(start * self._rate)
-        self._grid = {j: f for j, f in self._grid.items() if j >= k}
         if not cursor.contains(start):
             return self._held_group(cursor, k)
+        self._grid = {j: f for j, f in self._grid.items() if j >= k}
         cursor.release_before(start if k in self._grid else self._grid_time(k))
         shown = self._grid_frame(k)
         if shown is None:
             return None
         base = self._encode_base(shown)
-        self._held = base
+        self._held, self._held_index = base, k
         composite = None
         if self.stack_frames > 1 and end_ms > start_ms:
             composite = self._composite(k, start, Fraction(end_ms, 1000), base.width)
@@ -156,15 +157,17 @@ class ClipFrames:
         return shown
 
     def _held_group(self, cursor: VideoCursor, k: int) -> FrameGroup | None:
+        """Past the video's end: the last grid frame inside the clip, marked held."""
         end = cursor.end_time()
         if end is None:
             end = Fraction(self.duration_ms, 1000)
-        last = max(0, math.ceil(end * self._rate) - 1)
-        if self._held is None or k <= last:
-            shown = self._grid_frame(min(k, last))
+        last = min(k, max(0, math.ceil(end * self._rate) - 1))
+        if self._held is None or self._held_index != last:
+            self._grid = {j: f for j, f in self._grid.items() if j >= last}
+            shown = self._grid_frame(last)
             if shown is None:
                 return None
-            self._held = self._encode_base(shown)
+            self._held, self._held_index = self._encode_base(shown), last
         return FrameGroup(base=self._held, held=True)
 
     def _composite(self, k: int, start: Fraction, end: Fraction, width: int) -> EncodedImage | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,72 @@ def test_variable_frame_rate(make_clip: Callable[..., Path]) -> None:
     # Grid 0, 500, 1000, 1500, 2000, 2500 ms → frames shown then: 0, 2, 4, 5, 6, 6.
     assert shown == [(0, 0), (2, 150), (4, 1000), (5, 1010), (6, 1700), (6, 1700)]
     assert not any(g.held for g in got if g)
+
+
+def test_units_past_the_end_hold_the_last_grid_frame(silent_clip: Path) -> None:
+    # fps 2 with 1 s units: the 2.5 s grid frame is never a base, but it is the last
+    # frame sampled inside the 3 s video, so it is what later units hold.
+    with ClipFrames(silent_clip, fps=2.0) as frames:
+        inside = frames.group_for_unit(2000, 3000)
+        past = frames.group_for_unit(3000, 4000)
+    assert inside is not None and not inside.held and inside.base.pts_ms == 2000
+    assert past is not None and past.held and past.base.pts_ms == 2500
+    assert frame_index(decode(past.base.data)) == 25
+
+
+def _shown_at(times: list[Fraction], t: Fraction) -> int:
+    return max([i for i, x in enumerate(times) if x <= t], default=0)
+
+
+@pytest.mark.parametrize(
+    ("clip", "fps", "stack", "first", "period"),
+    [
+        ({"keyint": 5}, 3.0, 4, 500, 500),
+        ({"keyint": 3, "bframes": False, "fps": 15}, 2.0, 1, 200, 1000),
+        (
+            {"vfr_ms": [0, 90, 400, 420, 1300, 1350, 1990, 2000, 2800, 2990], "bframes": False},
+            1.0,
+            3,
+            1000,
+            700,
+        ),
+    ],
+)
+def test_sampling_matches_decoding_every_frame(
+    make_clip: Callable[..., Path],
+    clip: dict[str, Any],
+    fps: float,
+    stack: int,
+    first: int,
+    period: int,
+) -> None:
+    import av
+
+    path = make_clip("any.mp4", **clip)
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        tb = stream.time_base
+        packets = [(p.pts, p.duration) for p in container.demux(stream) if p.size]
+        container.seek(0)
+        times = [Fraction(f.pts) * tb for f in container.decode(stream)]
+    # The video ends where its last frame stops being shown: pts + duration, per the file.
+    end = max(Fraction(pts + duration) * tb for pts, duration in packets)
+    rate = Fraction(fps)
+    with ClipFrames(path, fps=fps, stack_frames=stack) as frames:
+        start = 0
+        while start < 5000:
+            stop = start + (first if start == 0 else period)
+            group = frames.group_for_unit(start, stop)
+            assert group is not None
+            s = Fraction(start, 1000)
+            k = min(int(s * rate), int(end * rate - Fraction(1, 10**9)))
+            want = _shown_at(times, k / rate)
+            assert (frame_index(decode(group.base.data)), group.held) == (want, s >= end)
+            subs = [s + Fraction(stop - start, 1000) * j / stack for j in range(1, stack)]
+            inside = [round(times[_shown_at(times, t)] * 1000) for t in subs if t < end]
+            if s < end and inside:
+                assert group.composite is not None
+                assert group.composite.pts_ms == tuple(inside)
+            else:
+                assert group.composite is None
+            start = stop
