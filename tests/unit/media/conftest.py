@@ -87,7 +87,7 @@ def write_clip(
             vs.time_base = Fraction(1, 1000)
         if matrix is not None:
             vs.set_display_matrix(list(matrix))
-        audio = _add_aac(out, audio_rate, layout) if audio_seconds else None
+        audio = add_aac(out, audio_rate, layout) if audio_seconds else None
         times = list(vfr_ms) if vfr_ms is not None else None
         count = len(times) if times is not None else round(video_seconds * fps)
         for i in range(count):
@@ -101,15 +101,17 @@ def write_clip(
         for packet in vs.encode():
             out.mux(packet)
         if audio is not None and audio_seconds:
-            _write_aac(out, audio, audio_seconds, tone_hz)
+            write_aac(out, audio, audio_seconds, tone_hz)
     return path
 
 
-def _add_aac(out: Any, rate: int, layout: str) -> Any:
+def add_aac(out: Any, rate: int, layout: str) -> Any:
+    """Add an AAC stream to an output container (before anything is muxed)."""
     return out.add_stream("aac", rate=rate, layout=layout)
 
 
-def _write_aac(out: Any, stream: Any, seconds: float, hz: float) -> None:
+def write_aac(out: Any, stream: Any, seconds: float, hz: float) -> None:
+    """Encode a tone (channel c at `hz * (c + 1)`) into `stream` and mux it."""
     rate, layout = stream.rate, stream.layout.name
     channels = 2 if layout == "stereo" else 1
     pcm = tone(seconds, rate, hz, channels)
@@ -132,8 +134,8 @@ def write_audio_file(path: Path, seconds: float, rate: int, hz: float, channels:
     pcm = tone(seconds, rate, hz, channels)
     if path.suffix == ".m4a":
         with av.open(str(path), "w", format="ipod") as out:
-            stream = _add_aac(out, rate, "mono" if channels == 1 else "stereo")
-            _write_aac(out, stream, seconds, hz)
+            stream = add_aac(out, rate, "mono" if channels == 1 else "stereo")
+            write_aac(out, stream, seconds, hz)
         return path
     import soundfile as sf
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from duplex_client.framing.sources import FrameSampler, PcmSource
-from duplex_client.media import ClipFrames, open_clip
+from duplex_client.media import ClipFrames, open_clip, probe
 from tests.unit.media.conftest import write_audio_file
 
 
@@ -37,3 +37,31 @@ def test_audio_only_file_gives_pcm_only(tmp_path: Path) -> None:
         assert clip.audio is not None
         assert len(b"".join(clip.audio.chunks())) > 1.9 * 16000
         assert clip.info()["video"] is None
+
+
+def test_cover_art_is_not_video(tmp_path: Path) -> None:
+    import fractions
+
+    import av
+    import cv2
+    import numpy as np
+
+    from tests.unit.media.conftest import add_aac, write_aac
+
+    path = tmp_path / "song.m4a"
+    with av.open(str(path), "w", format="mp4") as out:
+        audio = add_aac(out, 44100, "mono")
+        art = out.add_stream("mjpeg", rate=1)
+        art.width, art.height, art.pix_fmt = 64, 48, "yuvj420p"
+        art.disposition = av.stream.Disposition.attached_pic
+        _, jpeg = cv2.imencode(".jpg", np.zeros((48, 64, 3), np.uint8))
+        packet = av.Packet(jpeg.tobytes())
+        packet.stream, packet.time_base = art, fractions.Fraction(1, 1)
+        packet.pts = packet.dts = 0
+        packet.is_keyframe = True
+        out.mux(packet)
+        write_aac(out, audio, 1.0, 440.0)
+    info = probe(path)
+    assert info.video is None and [s.kind for s in info.streams] == ["audio", "video"]
+    clip = open_clip(path)
+    assert clip.frames is None and clip.audio is not None

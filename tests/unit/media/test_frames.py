@@ -70,17 +70,51 @@ def test_group_metadata_and_info(silent_clip: Path) -> None:
     frames.close()
 
 
+def red_box(image: Any) -> tuple[int, int, int, int]:
+    red = (image[:, :, 2] > 180) & (image[:, :, 1] < 80) & (image[:, :, 0] < 80)
+    ys, xs = np.nonzero(red)
+    return int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+
+
 def test_rotated_clip_comes_out_upright(portrait_clip: Path) -> None:
     with ClipFrames(portrait_clip) as frames:
         group = frames.group_for_unit(0, 1000)
+        assert frames.info()["rotation_deg"] == -90
     assert group is not None
     image = decode(group.base.data)
     assert image.shape == (64, 48, 3)
     assert (group.base.width, group.base.height) == (48, 64)
-    red = (image[:, :, 2] > 180) & (image[:, :, 1] < 80) & (image[:, :, 0] < 80)
-    ys, xs = np.nonzero(red)
     # Turned 90° clockwise for display (as ffmpeg shows it): the marker is now top-right.
-    assert ys.max() < 12 and xs.min() > 36
+    top, _, left, _ = red_box(image)
+    assert top < 4 and left > 36
+
+
+@pytest.mark.parametrize(
+    ("matrix", "rotation", "shape", "corner"),
+    [
+        # Where ffmpeg 5.1 shows the top-left marker of the stored 64x48 frame.
+        ([0, -65536, 0, 65536, 0, 0, 0, 0, 1 << 30], 90, (64, 48, 3), "bottom-left"),
+        ([-65536, 0, 0, 0, -65536, 0, 0, 0, 1 << 30], 180, (48, 64, 3), "bottom-right"),
+    ],
+)
+def test_other_rotations_match_ffmpeg(
+    make_clip: Callable[..., Path],
+    matrix: list[int],
+    rotation: int,
+    shape: tuple[int, int, int],
+    corner: str,
+) -> None:
+    path = make_clip("turned.mp4", video_seconds=1.0, matrix=matrix, marker=True)
+    with ClipFrames(path) as frames:
+        group = frames.group_for_unit(0, 1000)
+        assert frames.info()["rotation_deg"] == rotation
+    assert group is not None
+    image = decode(group.base.data)
+    assert image.shape == shape
+    _, bottom, left, right = red_box(image)
+    height, width = shape[:2]
+    assert bottom > height - 4
+    assert (left < 4) if corner == "bottom-left" else (right > width - 4)
 
 
 def test_rotation_with_downscale(portrait_clip: Path) -> None:
