@@ -133,7 +133,7 @@ class ClipFrames:
 
     def _restart(self) -> None:
         self.close()
-        self._held = None
+        self._held, self._held_index = None, -1
 
     def _grid_time(self, k: int) -> Fraction:
         return Fraction(k) / self._rate
