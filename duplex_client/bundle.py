@@ -36,12 +36,13 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def elide_payloads(raw: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an event with base64 audio replaced by `<base64: N chars>` and secrets redacted."""
+    """A copy of an event with base64 audio replaced by `<base64: N bytes>`, secrets redacted."""
     out = dict(raw)
     for key in _PAYLOAD_FIELDS:
         value = out.get(key)
         if isinstance(value, str) and len(value) > 64:
-            out[key] = f"<base64: {len(value)} chars>"
+            size = len(value) * 3 // 4 - value[-2:].count("=")
+            out[key] = f"<base64: {size} bytes>"
     redacted: dict[str, Any] = redact(out)
     return redacted
 

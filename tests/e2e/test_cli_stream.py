@@ -1,0 +1,316 @@
+"""`duplex-cli stream` as a subprocess: the bundle it leaves, against real servers.
+
+The reference server runs in this test's event loop (so the test can read its view of the
+accepted appends) or as `duplex-cli serve` in its own process; the CLI is always a separate
+process, exactly as a user runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import wave
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duplex_client.server import Faults, ReferenceServer
+from tests.unit.media.conftest import write_audio_file, write_clip
+
+CLI = str(Path(sys.executable).parent / "duplex-cli")
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+
+
+async def run_cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
+    proc = await asyncio.create_subprocess_exec(
+        CLI,
+        "stream",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=ENV,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    assert proc.returncode is not None
+    return subprocess.CompletedProcess(args, proc.returncode, out.decode(), err.decode())
+
+
+def load(run: Path, name: str) -> Any:
+    return json.loads((run / name).read_text())
+
+
+def events(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def wav_ms(path: Path) -> int:
+    with wave.open(str(path)) as w:
+        return w.getnframes() * 1000 // w.getframerate()
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3 s of video at 10 fps with a 3.5 s soundtrack."""
+    path = tmp_path_factory.mktemp("media") / "clip.mp4"
+    return write_clip(path, video_seconds=3.0, audio_seconds=3.5, fps=10)
+
+
+@pytest.fixture(scope="module")
+def silent_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3 s of video, no audio track."""
+    return write_clip(tmp_path_factory.mktemp("media") / "silent.mp4", video_seconds=3.0, fps=10)
+
+
+async def test_stream_to_reference_server_bundle_matches_server_view(
+    clip: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo") as server:
+        done = await run_cli(
+            "--url",
+            server.url,
+            "--input-video",
+            str(clip),
+            "--tail-silence-s",
+            "1",
+            "--output-dir",
+            str(run),
+            "--no-realtime-pacing",
+            "--json",
+        )
+        server_rows = server.appends()
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ok"] is True and result["status"] == "ok" and result["exit_code"] == 0
+    assert sorted(p.name for p in run.iterdir() if not p.name.startswith("response_")) == [
+        "events.jsonl",
+        "input_timeline.json",
+        "output.wav",
+        "result.json",
+        "session.json",
+        "transcript.txt",
+    ]
+    timeline = load(run, "input_timeline.json")
+    rows = timeline["appends"]
+    # 3.5 s soundtrack trimmed to 3 s + 1 s tail: 20 appends, frames on 1000..4000
+    policy = timeline["soundtrack_policy"]
+    assert policy["policy"] == "trim" and 3500 <= policy["original_ms"] < 3600  # AAC priming
+    assert policy["trimmed_ms"] == policy["original_ms"] - 3000
+    assert len(rows) == 20 and rows[-1]["audio_end_ms"] == 4000
+    assert [r["audio_end_ms"] for r in rows if r["frames"]] == [1000, 2000, 3000, 4000]
+    # the server accepted exactly what the timeline says was sent, row by row
+    assert [r["event_id"] for r in server_rows] == [r["event_id"] for r in rows]
+    for mine, theirs in zip(rows, server_rows, strict=True):
+        assert mine["audio_end_ms"] == theirs["audio_end_ms"]
+        assert (
+            mine["unit_kind"] == theirs["unit_kind"] and mine["unit_index"] == theirs["unit_index"]
+        )
+        assert [f["sha256"] for f in mine["frames"]] == [f["sha256"] for f in theirs["frames"]]
+    # output.wav holds every audio delta once
+    evs = events(run)
+    delta_bytes = sum(
+        int(re.search(r"(\d+) bytes", e["event"]["delta"]).group(1))  # type: ignore[union-attr]
+        for e in evs
+        if e["type"] == "response.output_audio.delta"
+    )
+    assert delta_bytes > 0 and wav_ms(run / "output.wav") == delta_bytes // 48
+    # the transcript file and the result agree with the transcript deltas
+    said = "".join(
+        e["event"]["delta"] for e in evs if e["type"] == "response.output_audio_transcript.delta"
+    )
+    assert said and said in (run / "transcript.txt").read_text()
+    assert result["transcript"] == said
+    seqs = [e["event"]["server_event_seq"] for e in evs if "server_event_seq" in e["event"]]
+    assert seqs == sorted(set(seqs))
+    session = load(run, "session.json")
+    assert session["capabilities"]["first_unit_ms"] == 1000
+    assert load(run, "result.json")["session_id"] == result["session_id"]
+
+
+async def test_stream_with_embedded_default_server(clip: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    done = await run_cli(
+        "--input-video", str(clip), "--output-dir", str(run), "--tail-silence-s", "0.6"
+    )
+    assert done.returncode == 0, done.stderr
+    result = load(run, "result.json")
+    assert result["ok"] and result["url"].startswith("ws://127.0.0.1:")
+    assert result["counts"]["speak"] >= 1 and wav_ms(run / "output.wav") > 0
+    # realtime pacing: nothing is sent ahead of its media deadline
+    timeline = load(run, "input_timeline.json")
+    assert timeline["clock"]["pacing"] == "realtime"
+    assert all(r["sent_offset_ms"] >= r["scheduled_offset_ms"] for r in timeline["appends"])
+    assert "run summary" in done.stdout  # not a terminal: summary only, no live panel
+
+
+async def test_clip_without_audio_sends_vision_units(silent_clip: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo") as server:
+        done = await run_cli(
+            "--url",
+            server.url,
+            "--input-video",
+            str(silent_clip),
+            "--tail-silence-s",
+            "1",
+            "--output-dir",
+            str(run),
+            "--no-realtime-pacing",
+        )
+    assert done.returncode == 0, done.stderr
+    rows = load(run, "input_timeline.json")["appends"]
+    assert [(r["unit_kind"], r["media_start_ms"], r["duration_ms"]) for r in rows] == [
+        ("VISION", 0, 0),
+        ("VISION", 1000, 0),
+        ("VISION", 2000, 0),
+        ("VISION", 3000, 0),
+    ]
+    assert rows[-1]["segment"] == "tail" and rows[-1]["frames"][0]["held"] is True
+
+
+async def test_require_audio_turns_vision_units_into_fallback(
+    silent_clip: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    done = await run_cli(
+        "--input-video",
+        str(silent_clip),
+        "--require-audio",
+        "--output-dir",
+        str(run),
+        "--no-realtime-pacing",
+    )
+    assert done.returncode == 0, done.stderr
+    timeline = load(run, "input_timeline.json")
+    assert timeline["unit_grid"]["input_unit_kinds"] == ["AUDIO", "OMNI"]
+    rows = timeline["appends"]
+    assert len(rows) == 15 and all(r["fallback"] and r["is_speech"] is False for r in rows)
+    assert [r["audio_end_ms"] for r in rows if r["frames"]] == [1000, 2000, 3000]
+
+
+async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> None:
+    wav = write_audio_file(tmp_path / "speech.wav", 1.4, 16000, 440.0)
+    run = tmp_path / "run"
+    done = await run_cli(
+        "--input-video",
+        str(clip),
+        "--input-audio",
+        str(wav),
+        "--tail-silence-s",
+        "1",
+        "--output-dir",
+        str(run),
+        "--no-realtime-pacing",
+    )
+    assert done.returncode == 0, done.stderr
+    timeline = load(run, "input_timeline.json")
+    rows = timeline["appends"]
+    assert timeline["audio_source"]["kind"] == "wav" and timeline["soundtrack_policy"] is None
+    assert len(rows) == 12 and [r["segment"] for r in rows] == ["clip"] * 7 + ["tail"] * 5
+    framed = [(r["audio_end_ms"], r["frames"][0]["source_pts_ms"]) for r in rows if r["frames"]]
+    assert framed == [(1000, 0), (2000, 1000)]
+    assert all(r["is_speech"] is False for r in rows[7:])
+
+
+async def test_manual_commit_then_response_create(clip: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo") as server:
+        done = await run_cli(
+            "--url",
+            server.url,
+            "--input-video",
+            str(clip),
+            "--manual-commit",
+            "--output-dir",
+            str(run),
+            "--no-realtime-pacing",
+        )
+    assert done.returncode == 0, done.stderr
+    session = load(run, "session.json")
+    assert session["config_sent"]["extra_body"]["auto_response"] is False
+    types = [e["type"] for e in events(run)]
+    committed = types.index("input_audio_buffer.committed")
+    assert "response.created" in types[committed:]
+    assert load(run, "result.json")["counts"]["speak"] >= 1
+
+
+async def test_server_drop_mid_run_exits_1_with_partial_bundle(clip: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo", faults=Faults(drop_after_events=12)) as server:
+        done = await run_cli(
+            "--url",
+            server.url,
+            "--input-video",
+            str(clip),
+            "--output-dir",
+            str(run),
+            "--no-realtime-pacing",
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "failed" in done.stderr and str(run) in done.stderr
+    result = load(run, "result.json")
+    assert result["ok"] is False and result["status"] == "failed" and result["error"]
+    kept = events(run)  # what arrived before the drop is kept
+    assert kept[0]["type"] == "session.created" and len(kept) >= 3
+    assert (run / "input_timeline.json").exists() and (run / "session.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--input-video", "missing.mp4"], "missing.mp4"),
+        (["--input-video", "{clip}", "--chunk-ms", "0"], "--chunk-ms must be positive"),
+        (["--input-video", "{clip}", "--tail-silence-s", "-1"], "--tail-silence-s must be >= 0"),
+        ([], "nothing to stream"),
+        (["--input-video", "{text}"], "fake.mp4"),
+        (["--input-video", "{clip}", "--output-dir", "{blocked}/run"], "cannot write"),
+        (["--input-video", "{clip}", "--preset", "bogus"], "--preset must be one of"),
+    ],
+)
+async def test_bad_input_exits_2_with_one_line(
+    args: list[str], message: str, clip: Path, tmp_path: Path
+) -> None:
+    text = tmp_path / "fake.mp4"
+    text.write_text("this is not a video\n")
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a directory")
+    filled = [a.format(clip=clip, text=text, blocked=blocked) for a in args]
+    done = await run_cli(*filled)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in done.stderr
+
+
+async def test_ctrl_c_keeps_a_partial_bundle(clip: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    proc = await asyncio.create_subprocess_exec(
+        CLI,
+        "stream",
+        "--input-video",
+        str(clip),
+        "--tail-silence-s",
+        "5",
+        "--output-dir",
+        str(run),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=ENV,
+    )
+    log = run / "events.jsonl"
+    for _ in range(400):  # wait until the session is up and streaming
+        if log.exists() and len(log.read_text().splitlines()) > 4:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 130, err.decode()
+    result = load(run, "result.json")
+    assert result["status"] == "interrupted" and result["ok"] is False
+    assert load(run, "input_timeline.json")["appends"]
