@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from duplex_client.server import Faults, ReferenceServer
-from tests.unit.media.conftest import write_audio_file, write_clip
+from tests.support.media_files import write_audio_file, write_clip
 
 CLI = str(Path(sys.executable).parent / "duplex-cli")
 ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}

@@ -11,7 +11,7 @@ import pytest
 
 from duplex_client.framing.sources import PcmSource
 from duplex_client.media import AvAudio, SoundFileAudio, open_audio, open_clip
-from tests.unit.media.conftest import dominant_hz, write_audio_file
+from tests.support.media_files import dominant_hz, write_audio_file
 
 
 def pcm_of(source: PcmSource) -> bytes:

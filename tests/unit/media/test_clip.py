@@ -6,7 +6,7 @@ from pathlib import Path
 
 from duplex_client.framing.sources import FrameSampler, PcmSource
 from duplex_client.media import ClipFrames, open_clip, probe
-from tests.unit.media.conftest import write_audio_file
+from tests.support.media_files import write_audio_file
 
 
 def test_clip_with_audio_gives_pcm_and_frames(av_clip: Path) -> None:
@@ -46,7 +46,7 @@ def test_cover_art_is_not_video(tmp_path: Path) -> None:
     import cv2
     import numpy as np
 
-    from tests.unit.media.conftest import add_aac, write_aac
+    from tests.support.media_files import add_aac, write_aac
 
     path = tmp_path / "song.m4a"
     with av.open(str(path), "w", format="mp4") as out:

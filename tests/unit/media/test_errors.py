@@ -16,7 +16,7 @@ from duplex_client.media import (
     probe,
 )
 from duplex_client.protocol.errors import DuplexClientError
-from tests.unit.media.conftest import frame_index, write_unknown_codec_wav
+from tests.support.media_files import frame_index, write_unknown_codec_wav
 
 
 def clip_error(path: Path, *fragments: str) -> MediaError:

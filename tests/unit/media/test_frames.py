@@ -13,7 +13,7 @@ import pytest
 from duplex_client.framing.sources import FrameSampler
 from duplex_client.media import ClipFrames
 from duplex_client.media.cursor import VideoCursor
-from tests.unit.media.conftest import frame_index
+from tests.support.media_files import frame_index
 
 cv2 = pytest.importorskip("cv2")
 

@@ -9,7 +9,7 @@ import pytest
 
 from duplex_client.framing.sources import FrameSampler
 from duplex_client.media import ImageFrameSource, open_clip
-from tests.unit.media.conftest import colour_frame, frame_index
+from tests.support.media_files import colour_frame, frame_index
 
 cv2 = pytest.importorskip("cv2")
 

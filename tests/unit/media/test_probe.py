@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from duplex_client.media import probe
-from tests.unit.media.conftest import write_audio_file
+from tests.support.media_files import write_audio_file
 
 
 def test_probe_reports_video_and_audio_facts(av_clip: Path) -> None:

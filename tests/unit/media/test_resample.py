@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from duplex_client.media.resample import PcmConverter
-from tests.unit.media.conftest import dominant_hz, tone
+from tests.support.media_files import dominant_hz, tone
 
 av = pytest.importorskip("av")
 

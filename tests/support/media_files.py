@@ -1,0 +1,158 @@
+"""Media files generated at test time with PyAV and numpy (small frames, a few seconds)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+
+W, H = 64, 48
+#: Display-matrix of a portrait phone clip: ffprobe says "rotation of -90 degrees".
+PORTRAIT_MATRIX = [0, 65536, 0, -65536, 0, 0, 0, 0, 1073741824]
+
+
+def palette(i: int) -> tuple[int, int, int]:
+    """A BGR colour that identifies frame `i` (0..215) after lossy coding."""
+    return (40 * (i % 6) + 20, 40 * ((i // 6) % 6) + 20, 40 * (i // 36) + 20)
+
+
+def frame_index(bgr: Any) -> int:
+    """Which `palette` colour a decoded image (or region of one) shows."""
+    mean = np.asarray(bgr, dtype=np.float64).reshape(-1, 3).mean(axis=0)
+    steps = np.clip(np.round((mean - 20) / 40), 0, 5).astype(int)
+    return int(steps[0] + 6 * steps[1] + 36 * steps[2])
+
+
+def colour_frame(i: int, w: int = W, h: int = H, marker: bool = False) -> Any:
+    """A frame filled with `palette(i)`; `marker` paints the top-left 8x8 corner pure red."""
+    img = np.empty((h, w, 3), np.uint8)
+    img[:, :] = palette(i)
+    if marker:
+        img[:8, :8] = (0, 0, 255)
+    return img
+
+
+def tone(seconds: float, rate: int, hz: float, channels: int = 1, amp: float = 0.3) -> Any:
+    """A sine tone, shape (channels, samples), float32; channel c gets `hz * (c + 1)`."""
+    t = np.arange(round(seconds * rate)) / rate
+    return np.stack([amp * np.sin(2 * np.pi * hz * (c + 1) * t) for c in range(channels)]).astype(
+        np.float32
+    )
+
+
+def write_clip(
+    path: Path,
+    *,
+    video_seconds: float = 3.0,
+    fps: int = 10,
+    size: tuple[int, int] = (W, H),
+    audio_seconds: float | None = None,
+    audio_rate: int = 48000,
+    layout: str = "stereo",
+    tone_hz: float = 1000.0,
+    matrix: Sequence[int] | None = None,
+    codec: str = "libx264",
+    keyint: int | None = None,
+    bframes: bool = True,
+    vfr_ms: Sequence[int] | None = None,
+    faststart: bool = False,
+    marker: bool = False,
+) -> Path:
+    """Write an mp4: palette-coloured frames (frame i = palette(i)) and an optional AAC tone.
+
+    `vfr_ms` gives explicit frame times in ms (variable frame rate); `audio_seconds` None
+    means video only.
+    """
+    w, h = size
+    options = {"movflags": "faststart"} if faststart else {}
+    with av.open(str(path), "w", options=options) as out:
+        stream_opts: dict[str, str] = {}
+        if codec == "libx264":
+            params = [f"keyint={keyint}:min-keyint={keyint}:scenecut=0"] if keyint else []
+            if not bframes:
+                params.append("bframes=0")
+            stream_opts = {"preset": "veryfast"}
+            if params:
+                stream_opts["x264-params"] = ":".join(params)
+        vs = out.add_stream(codec, rate=1000 if vfr_ms else fps, options=stream_opts)
+        vs.width, vs.height, vs.pix_fmt = w, h, "yuv420p"
+        if vfr_ms is not None:
+            vs.time_base = Fraction(1, 1000)
+        if matrix is not None:
+            vs.set_display_matrix(list(matrix))
+        audio = add_aac(out, audio_rate, layout) if audio_seconds else None
+        times = list(vfr_ms) if vfr_ms is not None else None
+        count = len(times) if times is not None else round(video_seconds * fps)
+        for i in range(count):
+            frame = av.VideoFrame.from_ndarray(colour_frame(i, w, h, marker), format="bgr24")
+            if times is not None:
+                frame.pts, frame.time_base = times[i], Fraction(1, 1000)
+            else:
+                frame.pts, frame.time_base = i, Fraction(1, fps)
+            for packet in vs.encode(frame):
+                out.mux(packet)
+        for packet in vs.encode():
+            out.mux(packet)
+        if audio is not None and audio_seconds:
+            write_aac(out, audio, audio_seconds, tone_hz)
+    return path
+
+
+def add_aac(out: Any, rate: int, layout: str) -> Any:
+    """Add an AAC stream to an output container (before anything is muxed)."""
+    return out.add_stream("aac", rate=rate, layout=layout)
+
+
+def write_aac(out: Any, stream: Any, seconds: float, hz: float) -> None:
+    """Encode a tone (channel c at `hz * (c + 1)`) into `stream` and mux it."""
+    rate, layout = stream.rate, stream.layout.name
+    channels = 2 if layout == "stereo" else 1
+    pcm = tone(seconds, rate, hz, channels)
+    size = 1024
+    for i in range(0, pcm.shape[1], size):
+        block = pcm[:, i : i + size]
+        if block.shape[1] < size:
+            block = np.pad(block, ((0, 0), (0, size - block.shape[1])))
+        block = np.ascontiguousarray(block)
+        frame = av.AudioFrame.from_ndarray(block, format="fltp", layout=layout)
+        frame.sample_rate, frame.pts = rate, i
+        for packet in stream.encode(frame):
+            out.mux(packet)
+    for packet in stream.encode():
+        out.mux(packet)
+
+
+def write_audio_file(path: Path, seconds: float, rate: int, hz: float, channels: int = 1) -> Path:
+    """An audio file in the suffix's container: wav/flac/ogg/mp3 by soundfile, m4a by PyAV."""
+    pcm = tone(seconds, rate, hz, channels)
+    if path.suffix == ".m4a":
+        with av.open(str(path), "w", format="ipod") as out:
+            stream = add_aac(out, rate, "mono" if channels == 1 else "stereo")
+            write_aac(out, stream, seconds, hz)
+        return path
+    import soundfile as sf
+
+    sf.write(str(path), pcm.T, rate)
+    return path
+
+
+def write_unknown_codec_wav(path: Path) -> Path:
+    """A RIFF/WAVE file whose format tag (0x3412) no decoder knows."""
+    data = bytes(3200)
+    fmt = struct.pack("<HHIIHH", 0x3412, 1, 16000, 32000, 2, 16)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"data" + struct.pack("<I", len(data)) + data
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+def dominant_hz(pcm: bytes, rate: int = 16000) -> float:
+    """Frequency of the strongest FFT bin of int16 PCM (Hann-windowed)."""
+    x = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
+    spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x))))
+    return float(np.argmax(spectrum) * rate / len(x))
