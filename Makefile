@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml cli/pyproject.toml constraints.txt
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/duplex-cli version
+	$(BIN)/duplex-cli stream --input-video examples/sample.mp4 --tail-silence-s 1
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
