@@ -34,9 +34,14 @@ def render_progress(p: RunProgress) -> RenderableType:
     decisions = " ".join(
         f"[{'green' if d == 'speak' else 'dim'}]{'?' if u is None else u}:{d}[/]" for u, d in recent
     )
+    bar = Table.grid(padding=(0, 1))
+    bar.add_row(
+        ProgressBar(total=total, completed=min(p.media_ms, total), width=60),
+        Text(f"{100 * min(p.media_ms, total) / total:3.0f}%"),
+    )
     body = Group(
         head,
-        ProgressBar(total=total, completed=min(p.media_ms, total), width=60),
+        bar,
         Text(f"appends {p.appends}   units {units}"),
         Text.from_markup(f"decisions {decisions or '-'}"),
         Text(f"transcript: {p.transcript[-300:] or '-'}", overflow="fold"),
