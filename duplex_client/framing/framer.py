@@ -17,13 +17,11 @@ from duplex_client.framing.plan import (
 )
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup, FrameSampler, PcmSource
 from duplex_client.framing.units import ms_to_samples, samples_to_ms
-from duplex_client.protocol.capabilities import UnitKind
+from duplex_client.framing.writer import FramingError, UnitWriter
+
+__all__ = ["Framer", "FramingError"]
 
 _BPS = BYTES_PER_SAMPLE
-
-
-class FramingError(ValueError):
-    """The input cannot be framed for this session (e.g. video required but no frames)."""
 
 
 @dataclass(slots=True)
@@ -53,26 +51,14 @@ class Framer:
         self._load(position or StreamPosition())
 
     def _load(self, pos: StreamPosition) -> None:
-        self._media = ms_to_samples(pos.media_ms, self.config.grid.sample_rate_hz)
-        self._unit_index = pos.unit_index
-        self._audio = pos.audio_samples
-        self._audio_unit = pos.audio_unit_index
-        self._unit_start = pos.unit_start_samples
+        self._w = UnitWriter(self.config, pos)
         self._had_audio = pos.clip_had_audio
         self._last = pos.last_frames
 
     @property
     def position(self) -> StreamPosition:
         """Where the planned appends so far have left the timelines."""
-        return StreamPosition(
-            media_ms=samples_to_ms(self._media, self.config.grid.sample_rate_hz),
-            unit_index=self._unit_index,
-            audio_samples=self._audio,
-            audio_unit_index=self._audio_unit,
-            unit_start_samples=self._unit_start,
-            clip_had_audio=self._had_audio,
-            last_frames=self._last,
-        )
+        return self._w.position(clip_had_audio=self._had_audio, last_frames=self._last)
 
     def plan(
         self,
@@ -112,7 +98,7 @@ class Framer:
         segment: Segment,
     ) -> Iterator[PlannedAppend]:
         rate = self.config.grid.sample_rate_hz
-        origin = self._media
+        origin = self._w.media
         report = FramingReport(
             soundtrack_policy=policy if pcm is not None else None,
             tail_silence_ms=tail_ms,
@@ -128,7 +114,7 @@ class Framer:
             had_audio = report.has_audio
         if not had_audio and sampler is not None:
             yield from self._frame_units(sampler.duration_ms, segment, clip)
-        report.clip_ms = samples_to_ms(self._media - origin, rate)
+        report.clip_ms = samples_to_ms(self._w.media - origin, rate)
         clip.length_ms = report.clip_ms
         self._had_audio = had_audio
         if tail_ms > 0:
@@ -139,11 +125,8 @@ class Framer:
 
     # --- audio ---
 
-    def _unit_end(self) -> int:
-        return self._unit_start + self.config.grid.unit_length_samples(self._audio_unit)
-
     def _unit_left(self) -> int:
-        return self._unit_end() - self._audio
+        return self._w.unit_left()
 
     def _clip_audio(
         self,
@@ -189,7 +172,7 @@ class Framer:
         left = samples
         if self.config.video_required:
             # Every append must close a unit with frames: round the tail up to a boundary.
-            covered, k = self._unit_left(), self._audio_unit
+            covered, k = self._unit_left(), self._w.audio_unit
             while covered < left:
                 k += 1
                 covered += self.config.grid.unit_length_samples(k)
@@ -211,108 +194,39 @@ class Framer:
         fallback: bool = False,
     ) -> Iterator[PlannedAppend]:
         """Appends for `pcm`, which fits in the open unit; chunks are phased from the unit start."""
-        total = len(pcm) // _BPS
-        done = 0
-        while done < total:
-            end = self._unit_end()
-            step = (
-                end - self._unit_start if self.config.video_required else self.config.chunk_samples
-            )
-            into = self._audio - self._unit_start
-            cut = min(self._unit_start + (into // step + 1) * step, end)
-            n = min(cut - self._audio, total - done)
-            speech = False if pad_from is not None and done * _BPS >= pad_from else is_speech
-            piece = pcm[done * _BPS : (done + n) * _BPS]
-            yield self._audio_append(piece, segment, speech, clip, end, fallback)
-            done += n
 
-    def _audio_append(
-        self,
-        piece: bytes,
-        segment: Segment,
-        is_speech: bool | None,
-        clip: _Clip,
-        unit_end: int,
-        fallback: bool,
-    ) -> PlannedAppend:
-        rate = self.config.grid.sample_rate_hz
-        n = len(piece) // _BPS
-        start, end = self._audio, self._audio + n
-        m0, m1 = self._media, self._media + n
-        frames: FrameGroup | None = None
-        kind: UnitKind | None = None
-        index: int | None = None
-        if end == unit_end:
-            unit_len = unit_end - self._unit_start
-            frames = self._pick(samples_to_ms(m1 - unit_len, rate), samples_to_ms(m1, rate), clip)
-            if frames is None and self.config.video_required:
-                raise FramingError("the session requires video but a unit has no frame")
-            kind = UnitKind.AUDIO if frames is None else UnitKind.OMNI
-            index = self._unit_index
-            self._unit_index += 1
-            self._audio_unit += 1
-            self._unit_start = end
-        self._audio, self._media = end, m1
-        self.report.appends += 1
-        return PlannedAppend(
-            segment=segment,
-            pcm=piece,
-            audio_start_samples=start,
-            audio_end_samples=end,
-            duration_ms=samples_to_ms(n, rate),
-            audio_end_ms=samples_to_ms(end, rate),
-            is_speech=is_speech,
-            frames=frames,
-            unit_kind=kind,
-            unit_index=index,
-            media_start_ms=samples_to_ms(m0, rate),
-            media_end_ms=samples_to_ms(m1, rate),
-            fallback=fallback,
-        )
+        def pick(start_ms: int, end_ms: int) -> FrameGroup | None:
+            return self._pick(start_ms, end_ms, clip)
+
+        for append in self._w.fill(
+            pcm, segment, is_speech, pick, pad_from=pad_from, fallback=fallback
+        ):
+            self.report.appends += 1
+            yield append
 
     # --- frames ---
 
     def _frame_units(self, span_ms: int, segment: Segment, clip: _Clip) -> Iterator[PlannedAppend]:
         """Frame-only units covering `span_ms` of media: VISION, or fallback zero PCM."""
         rate = self.config.grid.sample_rate_hz
-        end = self._media + ms_to_samples(span_ms, rate)
-        while self._media < end:
-            if self._audio > self._unit_start or not self.config.vision_allowed:
+        w = self._w
+        end = w.media + ms_to_samples(span_ms, rate)
+        while w.media < end:
+            if w.unit_open or not self.config.vision_allowed:
                 # Zero PCM up to the next boundary stands in for the VISION unit; this also
                 # finishes a partly filled audio unit before any VISION unit is sent.
                 zeros = bytes(self._unit_left() * _BPS)
                 yield from self._fill(zeros, segment, False, clip, fallback=True)
                 continue
-            m0, m1 = self._media, self._media + self.config.grid.period_samples
+            m0, m1 = w.media, w.media + self.config.grid.period_samples
             frames = self._pick(samples_to_ms(m0, rate), samples_to_ms(m1, rate), clip)
-            self._media = m1
+            w.media = m1
             if frames is None:
                 if self.config.video_required:
                     raise FramingError("the session requires video but a unit has no frame")
                 continue
-            yield self._vision_append(segment, frames, m0, m1)
-
-    def _vision_append(
-        self, segment: Segment, frames: FrameGroup, m0: int, m1: int
-    ) -> PlannedAppend:
-        rate = self.config.grid.sample_rate_hz
-        index = self._unit_index
-        self._unit_index += 1
-        self.report.appends += 1
-        return PlannedAppend(
-            segment=segment,
-            pcm=b"",
-            audio_start_samples=self._audio,
-            audio_end_samples=self._audio,
-            duration_ms=0,
-            audio_end_ms=samples_to_ms(self._audio, rate),
-            is_speech=False,
-            frames=frames,
-            unit_kind=UnitKind.VISION,
-            unit_index=index,
-            media_start_ms=samples_to_ms(m0, rate),
-            media_end_ms=samples_to_ms(m1, rate),
-        )
+            self.report.appends += 1
+            yield w.vision(segment, frames, m0, m1)
 
     def _pick(self, start_ms: int, end_ms: int, clip: _Clip) -> FrameGroup | None:
         """The unit's frame group: sampled at its start within the clip, else the last one held."""

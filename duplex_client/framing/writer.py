@@ -1,0 +1,178 @@
+"""The unit math both framers share: cumulative audio, the open unit and numbering → appends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from duplex_client.framing.plan import FramerConfig, PlannedAppend, Segment, StreamPosition
+from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup
+from duplex_client.framing.units import ms_to_samples, samples_to_ms
+from duplex_client.protocol.capabilities import UnitKind
+
+_BPS = BYTES_PER_SAMPLE
+
+#: Gives the frame group of a unit spanning media [start_ms, end_ms) when an append closes it.
+FramePicker = Callable[[int, int], FrameGroup | None]
+
+
+class FramingError(ValueError):
+    """The input cannot be framed for this session (e.g. video required but no frames)."""
+
+
+class UnitWriter:
+    """Turns PCM and frame groups into `PlannedAppend`s on the session's unit grid.
+
+    It holds the timelines' state (media time, cumulative audio, the open audio unit and
+    the next `unit_index`, all in samples) and knows where appends are cut: chunks are
+    phased from the open unit's start, and each unit boundary is a cut. It never decides
+    what to send; the file framer (`Framer`) and the live framer (`LiveFramer`) do.
+    """
+
+    def __init__(self, config: FramerConfig, position: StreamPosition) -> None:
+        self.config = config
+        rate = config.grid.sample_rate_hz
+        self.media = ms_to_samples(position.media_ms, rate)
+        self.unit_index = position.unit_index
+        self.audio = position.audio_samples
+        self.audio_unit = position.audio_unit_index
+        self.unit_start = position.unit_start_samples
+        self.appends = 0
+
+    def unit_end(self) -> int:
+        """Cumulative sample at which the open audio unit closes."""
+        return self.unit_start + self.config.grid.unit_length_samples(self.audio_unit)
+
+    def unit_left(self) -> int:
+        """Samples still missing from the open audio unit."""
+        return self.unit_end() - self.audio
+
+    @property
+    def unit_open(self) -> bool:
+        """Whether the open audio unit is partly filled."""
+        return self.audio > self.unit_start
+
+    def chunk_left(self) -> int:
+        """Samples up to the next append cut (a chunk boundary or the unit's end)."""
+        end = self.unit_end()
+        step = end - self.unit_start if self.config.video_required else self.config.chunk_samples
+        into = self.audio - self.unit_start
+        return min(self.unit_start + (into // step + 1) * step, end) - self.audio
+
+    def fill(
+        self,
+        pcm: bytes,
+        segment: Segment,
+        is_speech: bool | None,
+        pick: FramePicker,
+        *,
+        pad_from: int | None = None,
+        fallback: bool = False,
+    ) -> Iterator[PlannedAppend]:
+        """Appends for `pcm`, which fits in the open unit; `pad_from` bytes on are silence."""
+        total = len(pcm) // _BPS
+        done = 0
+        while done < total:
+            n = min(self.chunk_left(), total - done)
+            speech = False if pad_from is not None and done * _BPS >= pad_from else is_speech
+            piece = pcm[done * _BPS : (done + n) * _BPS]
+            yield self._audio_append(piece, segment, speech, pick, fallback)
+            done += n
+
+    def _audio_append(
+        self,
+        piece: bytes,
+        segment: Segment,
+        is_speech: bool | None,
+        pick: FramePicker,
+        fallback: bool,
+    ) -> PlannedAppend:
+        rate = self.config.grid.sample_rate_hz
+        unit_end = self.unit_end()
+        n = len(piece) // _BPS
+        start, end = self.audio, self.audio + n
+        m0, m1 = self.media, self.media + n
+        frames: FrameGroup | None = None
+        kind: UnitKind | None = None
+        index: int | None = None
+        if end == unit_end:
+            unit_len = unit_end - self.unit_start
+            frames = pick(samples_to_ms(m1 - unit_len, rate), samples_to_ms(m1, rate))
+            if frames is None and self.config.video_required:
+                raise FramingError("the session requires video but a unit has no frame")
+            kind = UnitKind.AUDIO if frames is None else UnitKind.OMNI
+            index = self.unit_index
+            self.unit_index += 1
+            self.audio_unit += 1
+            self.unit_start = end
+        self.audio, self.media = end, m1
+        self.appends += 1
+        return PlannedAppend(
+            segment=segment,
+            pcm=piece,
+            audio_start_samples=start,
+            audio_end_samples=end,
+            duration_ms=samples_to_ms(n, rate),
+            audio_end_ms=samples_to_ms(end, rate),
+            is_speech=is_speech,
+            frames=frames,
+            unit_kind=kind,
+            unit_index=index,
+            media_start_ms=samples_to_ms(m0, rate),
+            media_end_ms=samples_to_ms(m1, rate),
+            fallback=fallback,
+        )
+
+    def vision(self, segment: Segment, frames: FrameGroup, m0: int, m1: int) -> PlannedAppend:
+        """A frame-only unit spanning media samples [m0, m1) (media time is not moved)."""
+        rate = self.config.grid.sample_rate_hz
+        index = self.unit_index
+        self.unit_index += 1
+        self.appends += 1
+        return PlannedAppend(
+            segment=segment,
+            pcm=b"",
+            audio_start_samples=self.audio,
+            audio_end_samples=self.audio,
+            duration_ms=0,
+            audio_end_ms=samples_to_ms(self.audio, rate),
+            is_speech=False,
+            frames=frames,
+            unit_kind=UnitKind.VISION,
+            unit_index=index,
+            media_start_ms=samples_to_ms(m0, rate),
+            media_end_ms=samples_to_ms(m1, rate),
+        )
+
+    def reanchor(self, at_samples: int) -> bool:
+        """A final commit sealed the turn at cumulative `at_samples` (protocol.md §4.2).
+
+        Inside the open unit it closes that unit early (the residual takes a `unit_index`)
+        and the grid restarts there; whole units the server cut since then are counted
+        too. On or before the open unit's start nothing changes. True if the grid moved.
+        """
+        at = min(at_samples, self.audio)
+        if at <= self.unit_start:
+            return False
+        self.unit_start = at
+        self.unit_index += 1
+        self.audio_unit += 1
+        grid = self.config.grid
+        while self.audio - self.unit_start >= grid.unit_length_samples(self.audio_unit):
+            self.unit_start += grid.unit_length_samples(self.audio_unit)
+            self.unit_index += 1
+            self.audio_unit += 1
+        return True
+
+    def position(
+        self, *, clip_had_audio: bool = True, last_frames: FrameGroup | None = None
+    ) -> StreamPosition:
+        """The timelines' state as a `StreamPosition`."""
+        return StreamPosition(
+            media_ms=samples_to_ms(self.media, self.config.grid.sample_rate_hz),
+            unit_index=self.unit_index,
+            audio_samples=self.audio,
+            audio_unit_index=self.audio_unit,
+            unit_start_samples=self.unit_start,
+            clip_had_audio=clip_had_audio,
+            last_frames=last_frames,
+        )
