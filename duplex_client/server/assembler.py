@@ -54,6 +54,8 @@ class Unit:
     audio_end_ms: int
     padded_ms: int = 0
     charge: int = 0
+    sample_rate_hz: int = 16000
+    bytes_per_sample: int = 2
 
     @property
     def frame_count(self) -> int:
@@ -69,6 +71,10 @@ class Unit:
             speech=self.speech,
             duration_ms=self.audio_end_ms - self.audio_start_ms + self.padded_ms,
             frames=self.frame_count,
+            pcm=self.pcm,
+            sample_rate_hz=self.sample_rate_hz,
+            bytes_per_sample=self.bytes_per_sample,
+            images=self.frames.frames if self.frames else (),
         )
 
     def metadata(self) -> dict[str, object]:
@@ -157,6 +163,8 @@ class UnitAssembler:
             audio_start_ms=self.audio_end_ms,
             audio_end_ms=self.audio_end_ms,
             charge=frames.chars,
+            sample_rate_hz=self.grid.sample_rate_hz,
+            bytes_per_sample=self.bps,
         )
         self.next_unit_index += 1
         return unit
@@ -192,6 +200,8 @@ class UnitAssembler:
             audio_end_ms=self.to_ms(self.cumulative_samples),
             padded_ms=self.to_ms(padded_samples),
             charge=len(real) + (frames.chars if frames else 0),
+            sample_rate_hz=self.grid.sample_rate_hz,
+            bytes_per_sample=self.bps,
         )
         self.next_unit_index += 1
         self.next_audio_unit += 1

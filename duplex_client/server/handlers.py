@@ -37,6 +37,8 @@ def on_update(s: DuplexSession, event: dict[str, Any], now: float) -> None:
         units_so_far = s.assembler.next_unit_index
         s.assembler = s._new_assembler()
         s.assembler.next_unit_index = units_so_far
+    if s.vad_turns is not None:
+        s.vad_turns.configure(new)
     s.emitter.emit({"type": "session.updated", "session": s.session_object()}, now)
 
 

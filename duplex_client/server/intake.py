@@ -75,9 +75,12 @@ def append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
         units = [s.assembler.add_vision(parsed.frames)]
     remember_id(s, cid)
     _record(s, cid, units, parsed)
-    if speech and parsed.pcm:
+    vad = s.vad_turns
+    if speech and parsed.pcm and (vad is None or not vad.server_vad(s.settings)):
         _maybe_barge_in(s, now)
     accept_units(s, units, now, decide=True)
+    if vad is not None:
+        vad.after_append(s, parsed.pcm, now)
 
 
 def _record(s: DuplexSession, cid: str | None, units: list[Unit], parsed: ParsedAppend) -> None:
@@ -160,6 +163,8 @@ def clear(s: DuplexSession) -> None:
     s.budget.release(s.assembler.clear())
     dropped = {id(u) for u in release_queue(s)}
     s.turn_units = [u for u in s.turn_units if id(u) not in dropped]
+    if s.vad_turns is not None:
+        s.vad_turns.turn_sealed()
 
 
 def has_input(s: DuplexSession) -> bool:

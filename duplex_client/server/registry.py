@@ -14,7 +14,6 @@ from duplex_client.server import ids
 from duplex_client.server.config import ServerConfig
 from duplex_client.server.emitter import CloseSocket, Emitter, Output
 from duplex_client.server.engine.base import Engine
-from duplex_client.server.engine.script import ScriptedEngine
 from duplex_client.server.errors import Reject, client_event_id, error_event
 from duplex_client.server.session import DuplexSession
 from duplex_client.server.settings import apply_update, initial_settings
@@ -40,7 +39,7 @@ class Registry:
     ) -> None:
         self.config = config
         self.profile = config.resolve_profile()
-        self.engine_factory = engine_factory or (lambda: ScriptedEngine(config.script))
+        self.engine_factory = engine_factory or config.make_engine
         self.sessions: dict[str, DuplexSession] = {}
         self.closed: OrderedDict[str, DuplexSession] = OrderedDict()
         self._handshake = Emitter(beta_names=config.event_names == "beta", journal=None)

@@ -23,6 +23,7 @@ from duplex_client.server.journal import Journal
 from duplex_client.server.limits import InputBudget, Limits
 from duplex_client.server.profiles import Profile
 from duplex_client.server.settings import SessionSettings
+from duplex_client.server.vad_turns import VadTurns
 
 log = logging.getLogger("duplex_client.server")
 
@@ -89,6 +90,8 @@ class DuplexSession:
         self.last_input_event_id: str | None = None
         self.drop_fault_used = False
         self.on_closed: Callable[[DuplexSession], None] | None = None
+        #: Server-side VAD (profiles with one, e.g. joyai with the speech engine).
+        self.vad_turns = VadTurns(settings) if profile.has_server_vad else None
 
     def _new_assembler(self) -> UnitAssembler:
         grid = UnitGrid(

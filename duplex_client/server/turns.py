@@ -8,7 +8,7 @@ from duplex_client.protocol.capabilities import UnitKind
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import ids, intake, playback
 from duplex_client.server.conversation import Turn
-from duplex_client.server.engine.base import Fail, Listen, Speak
+from duplex_client.server.engine.base import Fail, Listen, Speak, TurnView
 from duplex_client.server.errors import Reject, client_event_id
 from duplex_client.server.intake import Work
 
@@ -81,11 +81,13 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
     for unit in queued:
         intake.submit(s, unit, now, decide=False)
     units, s.turn_units = s.turn_units, []
+    if s.vad_turns is not None:
+        s.vad_turns.turn_sealed()
     speech = any(u.speech for u in units) and is_speech is not False
     turn = intake.new_turn(s, units, speech)
     decision = None
     if not retain:
-        decision = s.engine.decide_commit(turn.view(), s.commit_count)
+        decision = s.engine.decide_commit(_judged(s, turn), s.commit_count)
         s.commit_count += 1
     work = Work(
         0.0,
@@ -98,6 +100,16 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
         audio_end_ms=audio_end_ms,
     )
     s.enqueue(work, decision.delay_ms if decision else 0, now)
+
+
+def _judged(s: DuplexSession, turn: Turn) -> TurnView:
+    """The turn the engine decides on: a camera-only turn after retained speech joins it (§4.6)."""
+    if turn.units and all(u.kind is UnitKind.VISION for u in turn.units):
+        target = next((t for t in reversed(s.pending_turns) if t.speech), None)
+        if target is not None:
+            merged = Turn(turn.turn_id, target.item_id, target.units + turn.units, speech=True)
+            return merged.view()
+    return turn.view()
 
 
 def create_response(s: DuplexSession, event: dict[str, Any], now: float) -> None:

@@ -71,7 +71,7 @@ async def test_stream_to_reference_server_bundle_matches_server_view(
     clip: Path, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    async with ReferenceServer(profile="minicpmo") as server:
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
         done = await run_cli(
             "--url",
             server.url,
@@ -151,7 +151,7 @@ async def test_stream_with_embedded_default_server(clip: Path, tmp_path: Path) -
 
 async def test_clip_without_audio_sends_vision_units(silent_clip: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    async with ReferenceServer(profile="minicpmo") as server:
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
         done = await run_cli(
             "--url",
             server.url,
@@ -220,7 +220,7 @@ async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> N
 
 async def test_manual_commit_then_response_create(clip: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    async with ReferenceServer(profile="minicpmo") as server:
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
         done = await run_cli(
             "--url",
             server.url,
@@ -242,7 +242,9 @@ async def test_manual_commit_then_response_create(clip: Path, tmp_path: Path) ->
 
 async def test_server_drop_mid_run_exits_1_with_partial_bundle(clip: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    async with ReferenceServer(profile="minicpmo", faults=Faults(drop_after_events=12)) as server:
+    async with ReferenceServer(
+        profile="minicpmo", engine="scripted", faults=Faults(drop_after_events=12)
+    ) as server:
         done = await run_cli(
             "--url",
             server.url,

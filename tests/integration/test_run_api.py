@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def test_stream_clip_returns_result_matching_bundle(tmp_path: Path) -> None:
     clip = write_clip(tmp_path / "c.mp4", video_seconds=2.0, audio_seconds=2.0, fps=10)
-    async with ReferenceServer(profile="minicpmo") as server:
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
         result = await stream_clip(
             server.url,
             input_video=str(clip),

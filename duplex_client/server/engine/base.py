@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from duplex_client.protocol.capabilities import UnitKind
@@ -48,6 +48,11 @@ class UnitView:
     speech: bool
     duration_ms: int
     frames: int
+    #: The unit's PCM (padding included), its rate and sample width, and its base64 images.
+    pcm: bytes = field(default=b"", repr=False)
+    sample_rate_hz: int = 16000
+    bytes_per_sample: int = 2
+    images: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,12 @@ class SpeechTracker:
         """Stream time covered by the windows fed so far."""
         return self.windows * WINDOW_MS
 
+    def end_speech(self) -> None:
+        """Forget ongoing speech without an event (its turn was cut off); time keeps running."""
+        self.in_speech = False
+        self._run_start = -1
+        self._silence_start = -1
+
     def feed(self, probs: NDArray[np.float32]) -> list[SpeechEvent]:
         """Advance over window probabilities; returns the events they trigger, in order."""
         p = self.params

@@ -1,4 +1,4 @@
-"""Server profiles by name: `minicpmo` (default), `aura`; `joyai` comes with the speech engine."""
+"""Server profiles by name: `minicpmo` (default), `aura`, `joyai`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from dataclasses import replace
 
 from duplex_client.server.profiles.aura import AURA
 from duplex_client.server.profiles.base import Profile
+from duplex_client.server.profiles.joyai import JOYAI
 from duplex_client.server.profiles.minicpmo import MINICPMO, minicpmo_profile
 
-#: Profile names the CLI offers; `joyai` is reserved until its speech engine exists.
+#: Profile names the CLI offers.
 PROFILE_NAMES = ("minicpmo", "aura", "joyai")
 
 
@@ -23,8 +24,13 @@ def get_profile(
     illegal_unit_code: str | None = None,
     first_unit_ms: int | None = None,
     ref_audio_required: bool = False,
+    server_vad: bool = True,
 ) -> Profile:
-    """The profile called `name`, with the emulation options applied."""
+    """The profile called `name`, with the emulation options applied.
+
+    `server_vad=False` (an engine without a VAD) makes joyai answer `server_vad` sessions with
+    `server_vad_unavailable`; push-to-talk still works.
+    """
     if name == "minicpmo":
         return minicpmo_profile(
             require_audio=require_audio,
@@ -40,10 +46,21 @@ def get_profile(
             profile = replace(profile, first_unit_ms=first_unit_ms)
         return replace(profile, ref_audio_required=ref_audio_required)
     if name == "joyai":
-        raise ProfileUnavailableError(
-            "profile 'joyai' needs the speech engine (server VAD, ASR, TTS), not available yet"
-        )
+        profile = replace(JOYAI, has_server_vad=server_vad, ref_audio_required=ref_audio_required)
+        if illegal_unit_code is not None:
+            profile = replace(profile, illegal_unit_code=illegal_unit_code)
+        if first_unit_ms is not None:
+            profile = replace(profile, first_unit_ms=first_unit_ms)
+        return profile
     raise ProfileUnavailableError(f"unknown profile {name!r}; choose from {PROFILE_NAMES}")
 
 
-__all__ = ["AURA", "MINICPMO", "PROFILE_NAMES", "Profile", "ProfileUnavailableError", "get_profile"]
+__all__ = [
+    "AURA",
+    "JOYAI",
+    "MINICPMO",
+    "PROFILE_NAMES",
+    "Profile",
+    "ProfileUnavailableError",
+    "get_profile",
+]

@@ -15,10 +15,11 @@ MakeServer = Callable[..., Awaitable[ReferenceServer]]
 
 @pytest.fixture
 async def make_server() -> AsyncIterator[MakeServer]:
-    """Start servers with config overrides; all are stopped at the end of the test."""
+    """Start servers with config overrides (scripted engine unless told); stopped at the end."""
     async with AsyncExitStack() as stack:
 
         async def make(**overrides: Any) -> ReferenceServer:
+            overrides.setdefault("engine", "scripted")
             return await stack.enter_async_context(ReferenceServer(**overrides))
 
         yield make

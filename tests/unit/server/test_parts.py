@@ -104,8 +104,9 @@ def test_update_merges_and_validates() -> None:
 
 def test_profiles() -> None:
     assert get_profile("aura").required_modalities == ("video",)
-    with pytest.raises(ProfileUnavailableError, match="speech engine"):
-        get_profile("joyai")
+    joyai = get_profile("joyai")
+    assert joyai.implementation_level == "chat_fallback" and joyai.has_server_vad
+    assert not get_profile("joyai", server_vad=False).has_server_vad
     with pytest.raises(ProfileUnavailableError):
         get_profile("nope")
 

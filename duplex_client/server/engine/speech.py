@@ -1,0 +1,233 @@
+"""The speech engine: listen/speak from real audio and frames (VAD, ASR, colours), eSpeak voice.
+
+Two lanes:
+
+- `duplex` (MiniCPM-o, AURA): every unit is heard as it arrives. The engine listens while the
+  user speaks and speaks once the speech ends (the VAD's hangover passed, or a commit cut it);
+  a frame-bearing unit without speech is a camera observation, answered when its colour
+  changed; anything else is listened to.
+- `turns` (JoyAI-style chat lane): units are only collected; each committed turn (or
+  `response.create`) is answered from its audio and frames, and a turn without speech and
+  without a new colour gets no response.
+
+Answers come from `Responder` and are spoken by eSpeak NG in 1 s chunks with aligned
+transcript pieces. The models are loaded once per process and shared by all sessions.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Final, Literal
+
+import numpy as np
+
+from duplex_client.protocol.codec import CodecError, b64decode
+from duplex_client.server.engine.base import (
+    AudioChunk,
+    Decision,
+    Listen,
+    Speak,
+    TurnView,
+    UnitView,
+)
+from duplex_client.server.engine.listener import PREROLL_MS, TAIL_MS, SegmentListener
+from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, resample, to_float
+from duplex_client.server.engine.responder import Observation, Responder
+from duplex_client.server.engine.vad import VadParams, speech_segments
+
+Lane = Literal["duplex", "turns"]
+#: Said when a response is required but there is nothing to report.
+NOTHING_TO_SAY: Final = "I am listening."
+_FORMATS: Final = {2: "pcm16", 4: "pcm_f32le"}
+_MAX_CACHED_ANSWERS = 64
+
+
+class SpeechEngine:
+    """An `Engine` that hears with Silero VAD and pocketsphinx and speaks with eSpeak NG."""
+
+    def __init__(
+        self,
+        *,
+        lane: Lane = "duplex",
+        chunk_ms: int = 1000,
+        chunk_interval_ms: int = 0,
+        vad_params: VadParams | None = None,
+    ) -> None:
+        from duplex_client.server.engine.asr import shared_recognizer
+        from duplex_client.server.engine.tts import shared_espeak
+        from duplex_client.server.engine.vad import shared_model
+
+        shared_model()  # load (or fail) now, not in the middle of a session
+        shared_recognizer()
+        shared_espeak()
+        self.lane: Lane = lane
+        self.chunk_ms = chunk_ms
+        self._interval_ms = chunk_interval_ms
+        self.vad_params = vad_params or VadParams()
+        self.responder = Responder()
+        self.color: str | None = None  # the latest frame's colour
+        self._listener: SegmentListener | None = None
+        self._heard_through = -1  # highest unit_index fed to the listener
+        self._answers: OrderedDict[int, str] = OrderedDict()
+
+    @property
+    def chunk_interval_ms(self) -> int:
+        """Wall-clock gap between output chunks (0: as fast as the socket takes them)."""
+        return self._interval_ms
+
+    @property
+    def unit_listen_events(self) -> bool:
+        """Per-unit standalone listens exist only on the model-native lane."""
+        return self.lane == "duplex"
+
+    # --- decisions ---
+
+    def decide_unit(self, unit: UnitView) -> Decision:
+        """Duplex lane: listen during speech, speak after it or on a colour change."""
+        if self.lane == "turns":
+            return Listen()
+        segments = self._hear(unit)
+        if segments:
+            transcript = " ".join(t for t in (self._transcribe(s) for s in segments) if t)
+            return self._speak(self.responder.answer(Observation(transcript, self.color)))
+        if unit.images and not (self._listener is not None and self._listener.in_speech):
+            return self._speak(self.responder.answer(Observation(None, self.color)))
+        return Listen()
+
+    def decide_commit(self, turn: TurnView, index: int) -> Decision:
+        """Answer the committed turn, or listen when it holds no speech and no new colour."""
+        if self.lane == "duplex":
+            for unit in turn.units:
+                self._hear(unit)
+            segment = self._listener.flush() if self._listener is not None else None
+            if segment is not None:
+                text = self.responder.answer(Observation(self._transcribe(segment), self.color))
+            elif any(u.images for u in turn.units):
+                text = self.responder.answer(Observation(None, self.color))
+            else:
+                text = None
+        else:
+            text, _ = self._answer_turns([turn])
+        if text is None:
+            return Listen(reason="no_speech")
+        self._remember(turn.turn_id, text)
+        return Speak(text=text)
+
+    def decide_response_create(self, turns: Sequence[TurnView], index: int) -> Decision:
+        """An explicit request always gets an answer (without retained turns: from the open one)."""
+        if not turns:
+            return Speak()  # `compose` answers from the open turn the session hands it
+        text = self._required_answer(turns)
+        self._remember(turns[-1].turn_id, text)
+        return Speak(text=text)
+
+    def compose(self, turns: Sequence[TurnView], unit: UnitView | None) -> str:
+        """The answer already decided for the latest turn, else one composed from the turns."""
+        if turns and turns[-1].turn_id in self._answers:
+            return self._answers[turns[-1].turn_id]
+        if not turns:
+            return NOTHING_TO_SAY
+        return self._required_answer(turns)
+
+    def render(self, text: str, sample_rate_hz: int, audio_ms: int | None) -> list[AudioChunk]:
+        """eSpeak NG speech in `chunk_ms` pieces (`audio_ms` pads or cuts it to that length)."""
+        from duplex_client.server.engine.tts import render_chunks
+
+        pieces = render_chunks(text, sample_rate_hz, self.chunk_ms)
+        if audio_ms is not None:
+            pieces = _fit(pieces, sample_rate_hz, self.chunk_ms, audio_ms)
+        return [AudioChunk(pcm=pcm, text=piece) for pcm, piece in pieces]
+
+    # --- hearing and seeing ---
+
+    def _hear(self, unit: UnitView) -> list[Samples]:
+        """Feed a unit (once) to the duplex lane's listener and colour tracker."""
+        if unit.unit_index <= self._heard_through:
+            return []
+        self._heard_through = unit.unit_index
+        if unit.images:
+            self.color = _frame_color(unit.images[0])
+        if not unit.pcm:
+            return []
+        fmt = _FORMATS.get(unit.bytes_per_sample, "pcm16")
+        listener = self._listener
+        if listener is None or (listener.sample_rate_hz, listener.input_format) != (
+            unit.sample_rate_hz,
+            fmt,
+        ):
+            listener = self._listener = SegmentListener(unit.sample_rate_hz, fmt, self.vad_params)
+        return listener.push(unit.pcm)
+
+    def _required_answer(self, turns: Sequence[TurnView]) -> str:
+        """An answer even when the rules would listen: the colour, or that we are listening."""
+        text, color = self._answer_turns(turns)
+        if text is not None:
+            return text
+        return f"I see {color}." if color else NOTHING_TO_SAY
+
+    def _answer_turns(self, turns: Sequence[TurnView]) -> tuple[str | None, str | None]:
+        """Transcribe the turns' speech and read their last frame: (answer or None, colour)."""
+        units = [u for t in turns for u in t.units]
+        framed = [u for u in units if u.images]
+        if framed:
+            self.color = _frame_color(framed[-1].images[0])
+        transcript: str | None = None
+        if any(t.speech for t in turns):
+            audio = _turn_audio(units)
+            spans = speech_segments(audio, self.vad_params) if len(audio) else []
+            if spans:
+                lo = max(0, (spans[0][0] - PREROLL_MS) * MODEL_RATE_HZ // 1000)
+                hi = (spans[-1][1] + TAIL_MS) * MODEL_RATE_HZ // 1000
+                transcript = self._transcribe(audio[lo:hi])
+        color = self.color if (framed or transcript is not None) else None
+        return self.responder.answer(Observation(transcript, color)), color
+
+    @staticmethod
+    def _transcribe(samples: Samples) -> str:
+        from duplex_client.server.engine.asr import shared_recognizer
+
+        return shared_recognizer().transcribe(samples)
+
+    @staticmethod
+    def _speak(text: str | None) -> Decision:
+        return Listen() if text is None else Speak(text=text)
+
+    def _remember(self, turn_id: int, text: str) -> None:
+        self._answers[turn_id] = text
+        while len(self._answers) > _MAX_CACHED_ANSWERS:
+            self._answers.popitem(last=False)
+
+
+def _frame_color(image_b64: str) -> str | None:
+    from duplex_client.server.engine.colors import dominant_color
+
+    try:
+        return dominant_color(b64decode(image_b64))
+    except CodecError:
+        return None
+
+
+def _turn_audio(units: Sequence[UnitView]) -> Samples:
+    """The units' audio, in order, as 16 kHz float samples (a session has one input format)."""
+    voiced = [u for u in units if u.pcm]
+    if not voiced:
+        return np.zeros(0, dtype=np.float32)
+    fmt = _FORMATS.get(voiced[0].bytes_per_sample, "pcm16")
+    samples = to_float(b"".join(u.pcm for u in voiced), fmt)
+    return resample(samples, voiced[0].sample_rate_hz, MODEL_RATE_HZ)
+
+
+def _fit(
+    pieces: list[tuple[bytes, str]], sample_rate_hz: int, chunk_ms: int, audio_ms: int
+) -> list[tuple[bytes, str]]:
+    """Pad with silence or cut so the chunks hold exactly `audio_ms` of audio."""
+    pcm = b"".join(p for p, _ in pieces)
+    want = 2 * (sample_rate_hz * audio_ms // 1000)
+    pcm = pcm[:want] + bytes(max(0, want - len(pcm)))
+    per = 2 * max(1, sample_rate_hz * chunk_ms // 1000)
+    count = max(1, -(-len(pcm) // per))
+    texts = [t for _, t in pieces] + [""] * max(0, count - len(pieces))
+    if len(texts) > count:
+        texts = [*texts[: count - 1], "".join(texts[count - 1 :])]
+    return [(pcm[i * per : (i + 1) * per], texts[i]) for i in range(count)]
