@@ -17,7 +17,7 @@ from tests.integration.server.speech import (
     spoken,
     transcripts,
 )
-from tests.integration.server.wire import Wire, append
+from tests.integration.server.wire import Wire, append, session_update
 
 pytestmark = needs_speech
 
@@ -184,3 +184,17 @@ async def test_a_silent_camera_never_fills_the_pending_buffer(make_server: MakeS
         assert len(session.turn_units) <= 2
         await wire.send({"type": "session.close"})
         await wire.closed()
+
+
+async def test_without_the_speech_engine_server_vad_is_unavailable(
+    make_server: MakeServer,
+) -> None:
+    server = await make_server(profile="joyai", engine="scripted")
+    wire = await Wire.connect(server.url)
+    await wire.send(session_update(**_vad_session()))
+    err = await wire.error(ErrorCode.SERVER_VAD_UNAVAILABLE)
+    assert err["error"]["param"] == "turn_detection"
+    ptt = await Wire.connect(server.url)
+    _, updated = await ptt.open(**_ptt_session())
+    assert updated["session"]["capabilities"]["implementation_level"] == "chat_fallback"
+    await ptt.close()
