@@ -1,0 +1,261 @@
+"""Shared helpers for the pacing and sessions benchmarks: inputs, timing records, the server."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from duplex_client.protocol.capabilities import Capabilities
+
+#: Set to 1 (or pass `--quick`) for a smoke run of a few seconds; figures need the default run.
+QUICK_ENV = "BENCH_QUICK"
+SAMPLE_RATE_HZ = 16000
+SERVER_START_TIMEOUT_S = 30.0
+
+
+def quick_mode(argv: Sequence[str] | None = None) -> bool:
+    """Whether a smoke run was asked for (`BENCH_QUICK=1` or `--quick`)."""
+    args = sys.argv[1:] if argv is None else argv
+    return os.environ.get(QUICK_ENV, "") not in ("", "0") or "--quick" in args
+
+
+def machine() -> str:
+    """The machine line printed with every table: cores, CPU model, Python, date."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"{date.today().isoformat()}"
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of `values`, linearly interpolated; 0 when empty."""
+    if not values:
+        return 0.0
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q * 100))
+
+
+def speech_like_pcm(ms: int, seed: int = 0) -> bytes:
+    """`ms` of 16 kHz mono int16 PCM: a gliding tone with noise (content does not matter)."""
+    n = SAMPLE_RATE_HZ * ms // 1000
+    t = np.arange(n) / SAMPLE_RATE_HZ
+    rng = np.random.default_rng(seed)
+    wave = 6000 * np.sin(2 * np.pi * (180 + 40 * np.sin(t)) * t) + rng.normal(0, 300, n)
+    return wave.clip(-32768, 32767).astype(np.int16).tobytes()
+
+
+def camera_image(width: int = 640, height: int = 480) -> npt.NDArray[np.uint8]:
+    """A noisy BGR test picture (about 110 KB as JPEG q90 at 640x480, a busy camera frame)."""
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:height, 0:width]
+    img = np.dstack([(x % 256), (y % 256), ((x + y) % 256)]).astype(np.int16)
+    img = img + rng.integers(0, 40, img.shape)
+    return img.clip(0, 255).astype(np.uint8)
+
+
+def busy_wait(seconds: float) -> None:
+    """Spin on the CPU for `seconds` (a simulated send cost that holds the event loop)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@dataclass(slots=True)
+class Release:
+    """One append as the stream released it: media span, unit closed, monotonic send times."""
+
+    media_start_ms: int
+    media_end_ms: int
+    unit_index: int | None
+    released_at: float
+    sent_at: float = 0.0
+
+
+@dataclass(slots=True)
+class TimedTarget:
+    """A `StreamTarget` around a session that records when each append is released.
+
+    `send_cost_s` busy-waits after every send (simulated send cost); `naive_sleep` makes
+    each append sleep its own duration after sending (the naive pacing baseline, driven
+    by an `asap` stream).
+    """
+
+    inner: Any
+    send_cost_s: float = 0.0
+    naive_sleep: bool = False
+    releases: list[Release] = field(default_factory=list)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The wrapped session's capabilities."""
+        caps: Capabilities = self.inner.capabilities
+        return caps
+
+    @property
+    def audio_end_ms(self) -> int:
+        """The wrapped session's audio end."""
+        end: int = self.inner.audio_end_ms
+        return end
+
+    async def append_input(
+        self,
+        pcm: bytes | None = None,
+        *,
+        video_frames: Sequence[bytes | str] = (),
+        is_speech: bool | None = None,
+        media_start_ms: int | None = None,
+        media_end_ms: int | None = None,
+        unit_index: int | None = None,
+    ) -> str:
+        """Record the release time, send, then pay the simulated cost (and the naive sleep)."""
+        start = media_start_ms or 0
+        end = media_end_ms if media_end_ms is not None else start
+        release = Release(start, end, unit_index, time.monotonic())
+        self.releases.append(release)
+        event_id: str = await self.inner.append_input(
+            pcm,
+            video_frames=video_frames,
+            is_speech=is_speech,
+            media_start_ms=media_start_ms,
+            media_end_ms=media_end_ms,
+            unit_index=unit_index,
+        )
+        release.sent_at = time.monotonic()
+        if self.send_cost_s:
+            busy_wait(self.send_cost_s)
+        if self.naive_sleep:
+            await asyncio.sleep((end - start) / 1000)
+        return event_id
+
+    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
+        """Commit on the wrapped session."""
+        event_id: str = await self.inner.commit(final=final, create_response=create_response)
+        return event_id
+
+    def lateness_ms(self, t0: float) -> list[float]:
+        """Each release's lateness against `t0 + media_start_ms` (negative: early)."""
+        return [(r.released_at - t0) * 1000 - r.media_start_ms for r in self.releases]
+
+    def send_ms(self) -> list[float]:
+        """How long each `append_input` took (encoding, the socket write, flow control)."""
+        return [(r.sent_at - r.released_at) * 1000 for r in self.releases if r.sent_at]
+
+
+def _serve_options(script: Path) -> list[str]:
+    """`duplex-cli serve` options selecting the scripted engine (with its default script).
+
+    `--engine scripted` when the CLI has it; otherwise an empty `--script`, which also
+    selects the scripted engine whatever the default engine is.
+    """
+    try:
+        serve_command = importlib.import_module("duplex_cli.serve").serve_command
+    except ImportError:
+        serve_command = None
+    if serve_command is not None and "engine" in inspect.signature(serve_command).parameters:
+        return ["--engine", "scripted"]
+    script.write_text("{}", encoding="utf-8")
+    return ["--script", str(script)]
+
+
+@dataclass(slots=True)
+class ServerProcess:
+    """`duplex-cli serve` (reference backend, scripted engine) in its own process on loopback."""
+
+    max_sessions: int = 1
+    proc: subprocess.Popen[str] | None = None
+    url: str = ""
+    options: list[str] = field(default_factory=list)
+    workdir: tempfile.TemporaryDirectory[str] | None = None
+
+    def start(self) -> str:
+        """Start the server on a free loopback port and return its WebSocket URL."""
+        cli = Path(sys.executable).parent / "duplex-cli"
+        self.workdir = tempfile.TemporaryDirectory(prefix="bench-serve-")
+        self.options = _serve_options(Path(self.workdir.name) / "script.json")
+        args = [str(cli), "serve", "--host", "127.0.0.1", "--port", "0"]
+        args += ["--max-sessions", str(self.max_sessions), *self.options]
+        env = {**os.environ, "NO_COLOR": "1"}
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            for word in line.split():
+                if word.startswith("ws://"):
+                    self.url = word
+                    return self.url
+        self.stop()
+        raise RuntimeError("duplex-cli serve did not print its URL")
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """Stop the server with SIGINT (clean shutdown), killing it if it hangs."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.communicate()
+        self.proc = None
+        if self.workdir is not None:
+            self.workdir.cleanup()
+            self.workdir = None
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def psutil() -> Any:
+    """The `psutil` module (imported untyped: the project installs no stubs for it)."""
+    return importlib.import_module("psutil")
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, every process) since boot."""
+    t = psutil().cpu_times()
+    return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table (first column left-aligned, the rest right-aligned)."""
+    align = ["---", *["---:"] * (len(headers) - 1)]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

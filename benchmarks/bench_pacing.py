@@ -1,0 +1,191 @@
+"""Pacing accuracy: our media-clock pacing against the naive sleep-after-send loop.
+
+Streams 60 s of 16 kHz PCM in 200 ms appends with one 640x480 JPEG per 1 s unit (1 fps) to
+the reference server (`duplex-cli serve`, its own process) on loopback, in real time, and
+records when each append is released against its media deadline `t0 + media_start_ms`.
+
+- ours: `duplex_client.client.streaming.stream(realtime=True)`: absolute deadlines from one
+  media clock (protocol.md §13).
+- naive: the same appends, each followed by `asyncio.sleep(its duration)` after the send
+  (an `asap` stream whose target sleeps), so every send cost and sleep overshoot adds up.
+
+Both run with 0 and 5 ms of simulated send cost (a busy-wait after each send, holding the
+event loop). The four streams run at the same time, each in its own client process, so the
+benchmark takes one minute (`BENCH_PACING_SEQUENTIAL=1` runs them one after another).
+Run: `python -m benchmarks.bench_pacing` (`--quick` or `BENCH_QUICK=1`: 3 s smoke run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks._common import (
+    ServerProcess,
+    TimedTarget,
+    busy_cpu_s,
+    camera_image,
+    machine,
+    percentile,
+    quick_mode,
+    speech_like_pcm,
+    table,
+)
+
+STREAM_SECONDS = 60
+QUICK_SECONDS = 3
+CHUNK_MS = 200
+SEND_COSTS_MS = (0, 5)
+PACINGS = ("ours", "naive")
+#: Workers import, connect, then wait for a common start (staggered so sends do not collide).
+START_DELAY_S = 4.0
+STAGGER_S = 0.05
+SEQUENTIAL_ENV = "BENCH_PACING_SEQUENTIAL"
+TARGET_MS = 5.0
+
+
+async def run_stream(url: str, pacing: str, cost_ms: float, seconds: int, start_at: float) -> Any:
+    """Stream `seconds` of audio + 1 fps frames with one pacing; returns the lateness stats."""
+    from duplex_client import DuplexClient
+    from duplex_client.client.streaming import stream
+    from duplex_client.framing import BytesPcmSource, MediaInput
+    from duplex_client.media import ImageFrameSource
+
+    frames = ImageFrameSource(camera_image())
+    source = MediaInput(audio=BytesPcmSource(speech_like_pcm(seconds * 1000)), frames=frames)
+    async with DuplexClient(url) as client:
+        target = TimedTarget(client, send_cost_s=cost_ms / 1000, naive_sleep=pacing == "naive")
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        result = await stream(
+            target, source, realtime=pacing == "ours", chunk_ms=CHUNK_MS, commit=False
+        )
+        late = target.lateness_ms(result.clock.t0)
+    return {
+        "pacing": pacing,
+        "cost_ms": cost_ms,
+        "appends": len(late),
+        "frames": sum(1 for r in target.releases if r.unit_index is not None),
+        "jpeg_bytes": len(frames.image.data),
+        "p50": percentile(late, 0.5),
+        "p99": percentile(late, 0.99),
+        "max": max(late),
+        "min": min(late),
+        "drift": late[-1],
+        "media_s": result.media_end_ms / 1000,
+    }
+
+
+def _worker(argv: list[str]) -> None:
+    """`--worker PACING COST_MS URL SECONDS START_AT`: one stream, a JSON line on stdout."""
+    pacing, cost, url, seconds, start_at = argv
+    stats = asyncio.run(run_stream(url, pacing, float(cost), int(seconds), float(start_at)))
+    print(json.dumps(stats), flush=True)
+
+
+def _spawn(url: str, pacing: str, cost_ms: float, seconds: int, start_at: float) -> Any:
+    args = [sys.executable, "-m", "benchmarks.bench_pacing", "--worker"]
+    args += [pacing, str(cost_ms), url, str(seconds), repr(start_at)]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+
+
+def _collect(proc: subprocess.Popen[str], seconds: int) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=seconds * 3 + 120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pacing worker failed with exit code {proc.returncode}")
+    stats: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return stats
+
+
+def run_all(url: str, seconds: int, sequential: bool) -> list[dict[str, Any]]:
+    """Run every (pacing, send cost) stream: concurrently (default) or one after another."""
+    variants = [(p, c) for c in SEND_COSTS_MS for p in PACINGS]
+    if sequential:
+        results = []
+        for pacing, cost in variants:
+            proc = _spawn(url, pacing, cost, seconds, time.time() + START_DELAY_S)
+            results.append(_collect(proc, seconds))
+        return results
+    start = time.time() + START_DELAY_S
+    procs = [
+        _spawn(url, pacing, cost, seconds, start + i * STAGGER_S)
+        for i, (pacing, cost) in enumerate(variants)
+    ]
+    return [_collect(p, seconds) for p in procs]
+
+
+def report(results: list[dict[str, Any]], seconds: int, sequential: bool) -> str:
+    """The Markdown table of lateness and drift per (pacing, send cost)."""
+    rows = []
+    for r in results:
+        rows.append(
+            (
+                "ours (media clock)" if r["pacing"] == "ours" else "naive (sleep after send)",
+                f"{r['cost_ms']:g} ms",
+                r["appends"],
+                f"{r['p50']:.2f}",
+                f"{r['p99']:.2f}",
+                f"{r['max']:.2f}",
+                f"{r['drift']:.1f}",
+            )
+        )
+    head = (
+        f"pacing: {seconds} s of 200 ms appends + 1 fps 640x480 JPEG "
+        f"({results[0]['jpeg_bytes']} B), {'sequential' if sequential else 'concurrent'} "
+        f"streams; {machine()}"
+    )
+    headers = (
+        "pacing",
+        "send cost",
+        "appends",
+        "p50 late (ms)",
+        "p99 late (ms)",
+        "max late (ms)",
+        "drift at end (ms)",
+    )
+    return head + "\n\n" + table(headers, rows)
+
+
+def verdict(results: list[dict[str, Any]]) -> str:
+    """Targets: ours p99 and end drift within 5 ms; naive drift growing with the send cost."""
+    ours = {r["cost_ms"]: r for r in results if r["pacing"] == "ours"}
+    naive = {r["cost_ms"]: r for r in results if r["pacing"] == "naive"}
+    lines = []
+    for cost in sorted(ours):
+        o, n = ours[cost], naive[cost]
+        ok = o["p99"] <= TARGET_MS and abs(o["drift"]) <= TARGET_MS
+        lines.append(
+            f"send cost {cost:g} ms: ours p99 {o['p99']:.2f} ms, drift {o['drift']:.1f} ms "
+            f"({'meets' if ok else 'MISSES'} the 5 ms target); naive p99 {n['p99']:.1f} ms "
+            f"({n['p99'] / max(o['p99'], 0.001):.0f}x ours), drift {n['drift']:.0f} ms "
+            f"({n['drift'] / max(n['appends'], 1):.2f} ms per append)"
+        )
+    costs = sorted(naive)
+    grows = all(naive[a]["drift"] < naive[b]["drift"] for a, b in itertools.pairwise(costs))
+    lines.append(f"naive drift {'grows' if grows else 'does NOT grow'} with the send cost")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run the pacing benchmark and print the table."""
+    seconds = QUICK_SECONDS if quick_mode() else STREAM_SECONDS
+    sequential = os.environ.get(SEQUENTIAL_ENV, "") not in ("", "0")
+    with ServerProcess(max_sessions=len(PACINGS) * len(SEND_COSTS_MS) + 2) as server:
+        busy0, wall0 = busy_cpu_s(), time.monotonic()
+        results = run_all(server.url, seconds, sequential)
+        busy = (busy_cpu_s() - busy0) / (time.monotonic() - wall0) * 100
+    print(report(results, seconds, sequential))
+    print(f"machine busy during the run: {busy:.0f}% of one core (all processes, ours included)")
+    print(verdict(results), flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        _worker(sys.argv[2:])
+    else:
+        main()
