@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from duplex_cli.devices import devices_command
+from duplex_cli.live import live_command
 from duplex_cli.serve import serve_command
 from duplex_cli.stream import stream_command
 from duplex_client import __version__
@@ -18,6 +20,8 @@ app = typer.Typer(
 
 app.command("stream")(stream_command)
 app.command("serve")(serve_command)
+app.command("live")(live_command)
+app.command("devices")(devices_command)
 
 
 @app.command()

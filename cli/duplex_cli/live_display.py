@@ -1,0 +1,135 @@
+"""Rich rendering for `live`: meters, switches, decision, transcript, latency and key help."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from duplex_client.live.progress import LiveProgress
+from duplex_client.results import RunResult
+
+_METER_WIDTH = 24
+_FLOOR_DBFS = -60.0
+KEY_HELP = {
+    "ptt": "[space] talk  [m] mute  [c] camera  [x] interrupt  [q] quit",
+    "other": "[m] mute  [c] camera  [x] interrupt  [q] quit",
+}
+
+
+def meter(dbfs: float, width: int = _METER_WIDTH) -> Text:
+    """A level bar from -60 dBFS (empty) to 0 dBFS (full), green/yellow/red."""
+    fill = round(max(0.0, min(1.0, (dbfs - _FLOOR_DBFS) / -_FLOOR_DBFS)) * width)
+    style = "green" if dbfs < -12 else ("yellow" if dbfs < -3 else "red")
+    bar = Text("█" * fill, style=style)
+    bar.append("░" * (width - fill), style="dim")
+    bar.append(f" {dbfs:5.0f} dBFS")
+    return bar
+
+
+def _turn(p: LiveProgress) -> Text:
+    if p.turn == "ptt":
+        state = Text(" ● TALKING ", style="bold white on red") if p.talking else Text("○ idle")
+        return Text.assemble(f"push-to-talk ({p.ptt_mode})  ", state)
+    label = {"model": "model decides (continuous)", "vad": "server VAD"}.get(p.turn, p.turn)
+    return Text(label)
+
+
+def render_live(p: LiveProgress) -> RenderableType:
+    """The live panel."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    grid.add_row("turn", _turn(p))
+    mic = Text(f"{p.mic}  ")
+    if p.mic == "none":
+        mic.append("off", style="dim")
+    elif p.muted:
+        mic.append(" MUTED ", style="bold white on red")
+    else:
+        mic.append_text(meter(p.mic_level_dbfs))
+    if p.gated:
+        mic.append("  echo gate: closed", style="yellow")
+    grid.add_row("mic", mic)
+    if p.camera is None:
+        cam = Text("none", style="dim")
+    else:
+        cam = Text(f"{p.camera}  ")
+        cam.append("on" if p.camera_on else "off", style="green" if p.camera_on else "red")
+        cam.append(f"  frames sent {p.frames_sent}")
+    grid.add_row("camera", cam)
+    latency = "-" if p.last_latency_ms is None else f"{p.last_latency_ms:.0f} ms"
+    assistant = Text(p.decision, style="bold cyan")
+    assistant.append(f"   latency {latency}")
+    if p.audible:
+        assistant.append("   ♪ playing", style="green")
+    grid.add_row("assistant", assistant)
+    units = "  ".join(f"{k} {v}" for k, v in p.units.items())
+    grid.add_row(
+        "sent",
+        f"media {p.media_ms / 1000:6.1f} s  appends {p.appends}  {units}  commits {p.commits}",
+    )
+    transcript = Text("\n".join(p.transcript[-4:]) or "-", overflow="fold")
+    body: list[RenderableType] = [grid, Text("transcript", style="bold"), transcript]
+    body += [Text(f"⚠ {w}", style="yellow") for w in p.warnings]
+    body.append(Text(KEY_HELP["ptt" if p.turn == "ptt" else "other"], style="dim"))
+    return Panel(Group(*body), title=f"duplex-cli live · {p.phase}", border_style="magenta")
+
+
+class LiveDisplay:
+    """A rich Live panel redrawn from a `LiveProgress`."""
+
+    def __init__(self, progress: LiveProgress, console: Console | None = None) -> None:
+        self._live = Live(
+            get_renderable=lambda: render_live(progress),
+            console=console,
+            refresh_per_second=10,
+            transient=False,
+        )
+
+    def __enter__(self) -> LiveDisplay:
+        self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._live.stop()
+
+
+def print_live_summary(console: Console, result: RunResult) -> None:
+    """The after-run table of a live session."""
+    table = Table(title="live summary", show_header=False, box=None, padding=(0, 2))
+    style = "green" if result.ok else "red"
+    outcome = result.status + ("" if result.ok else f": {result.error}")
+    table.add_row("result", Text(outcome, style=style))
+    table.add_row("session", str(result.session_id))
+    c = result.counts
+    if c:
+        units = ", ".join(f"{k} {v}" for k, v in c.get("units", {}).items())
+        table.add_row(
+            "sent",
+            f"{c.get('appends', 0)} appends, {c.get('audio_ms', 0)} ms audio, units {units}, "
+            f"{c.get('commits', 0)} commits",
+        )
+        table.add_row(
+            "answers",
+            f"{c.get('speak', 0)} speak, {c.get('listen', 0)} listen; "
+            f"{c.get('output_audio_ms', 0)} ms received, {c.get('played_ms', 0)} ms played, "
+            f"{c.get('interruptions', 0)} interrupted",
+        )
+    last = result.latencies_ms.get("last_response_first_audio")
+    median = result.latencies_ms.get("median_response_first_audio")
+    if last is not None:
+        table.add_row("latency", f"first audio: last {last:.0f} ms, median {median:.0f} ms")
+    if result.transcript:
+        table.add_row("transcript", result.transcript)
+    table.add_row("bundle", str(result.bundle_dir))
+    console.print(table)

@@ -1,0 +1,200 @@
+"""Answers to the speaker: response audio into the player, fencing, and playback acks (§6.4, §7)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+
+from duplex_client.client.session import DuplexClientBase
+from duplex_client.live.player import Player
+from duplex_client.protocol import response_events as r
+from duplex_client.protocol import server_events as se
+from duplex_client.protocol.errors import DuplexSessionClosedError
+
+#: How often the played positions are checked and acks considered.
+TICK_S = 0.05
+
+
+class PlaybackSync:
+    """Plays a session's responses and reports what was actually played.
+
+    Audio deltas go to the player per `response_id`. A response is fenced, its queued
+    audio dropped at once and later audio for it refused, on `output_audio_buffer.cleared`,
+    a cancelled `response.done`, `speech_started` while interruption is on (also after its
+    `response.done` while audio is still queued), a superseding response, or a local
+    barge-in. Acks carry the player's played position: every `ack_every_ms` of progress,
+    on drain, and, once the device has rendered what it already had, with `truncate` on
+    fencing. `commit_guard()` sends the acks due before a commit (ack-before-commit).
+    """
+
+    def __init__(
+        self,
+        client: DuplexClientBase,
+        player: Player,
+        *,
+        ack_every_ms: int = 250,
+        truncate_wait_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.player = player
+        self.ack_every_ms = ack_every_ms
+        self.truncate_wait_s = truncate_wait_s
+        self.clock = clock
+        self.dropped_deltas = 0
+        self.interruptions = 0
+        self.first_played_at: dict[str, float] = {}
+        self._offsets: dict[str, int] = {}
+        self._acked: dict[str, int] = {}
+        self._final: set[str] = set()
+        self._fenced_at: dict[str, float] = {}
+        self._lock = asyncio.Lock()
+
+    def attach(self) -> None:
+        """Start receiving the client's events."""
+        self.client.add_listener(self.on_event)
+
+    # --- events (reader task, synchronous) ---
+
+    def on_event(self, event: se.ServerEvent, received_at: float) -> None:
+        """Route one server event (called after the client's tracker applied it)."""
+        if isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
+            self._audio(event.response_id)
+        elif isinstance(event, r.ResponseDone) and event.response_id is not None:
+            if event.status == "cancelled":
+                self.fence(event.response_id)
+            else:
+                self.player.end(event.response_id)
+        elif isinstance(event, r.OutputAudioBufferCleared) and event.response_id is not None:
+            self.fence(event.response_id)
+        elif (
+            isinstance(event, se.InputAudioBufferSpeechStarted)
+            and self.client.config.interrupts_on_speech
+        ):
+            for rid in self.player.active_ids():
+                self.fence(rid)
+        fenced = self.client.tracker.fenced
+        for rid in self.player.active_ids():
+            if rid in fenced:  # superseded or cancelled by a client call
+                self.fence(rid)
+
+    def _audio(self, rid: str) -> None:
+        handle = self.client.tracker.handles.get(rid)
+        if handle is None or handle.fenced or rid in self._final or rid in self._fenced_at:
+            self.dropped_deltas += 1
+            return
+        done = self._offsets.get(rid, 0)
+        pcm = handle.audio_since(done)
+        self._offsets[rid] = done + len(pcm)
+        if pcm and not self.player.enqueue(rid, pcm):
+            self.dropped_deltas += 1
+
+    def fence(self, rid: str) -> bool:
+        """Stop a response's playback now; returns whether it was still audible."""
+        if rid in self._fenced_at:
+            return False
+        self.client.tracker.fence(rid)
+        busy = self.player.clear(rid)
+        self._fenced_at[rid] = self.clock()
+        if busy:
+            self.interruptions += 1
+        return busy
+
+    async def barge_in(self) -> bool:
+        """The user interrupts: cancel the active response and silence everything queued."""
+        tracker = self.client.tracker
+        active = tracker.active
+        stopped = False
+        if active is not None and not active.done and active.response_id is not None:
+            if active.response_id not in tracker.fenced:
+                with contextlib.suppress(DuplexSessionClosedError):
+                    await self.client.cancel_response(active.response_id)
+            stopped = self.fence(active.response_id) or True
+        for rid in self.player.active_ids():
+            stopped = self.fence(rid) or stopped
+        return stopped
+
+    # --- acks ---
+
+    async def run(self) -> None:
+        """Check positions and send due acks until cancelled."""
+        while True:
+            await self.tick()
+            await asyncio.sleep(TICK_S)
+
+    async def tick(self) -> None:
+        """One pass: update played positions and send the acks that are due."""
+        async with self._lock:
+            for rid in list(self._offsets):
+                await self._check(rid)
+
+    async def _check(self, rid: str) -> None:
+        if rid in self._final:
+            return
+        handle = self.client.tracker.handles.get(rid)
+        played = self.player.played_ms(rid)
+        if played and rid not in self.first_played_at:
+            self.first_played_at[rid] = self.clock()
+        if handle is not None:
+            handle.played_ms = max(handle.played_ms, played)
+            if handle.done and handle.acked_ms not in (None, self._acked.get(rid)):
+                self._final.add(rid)  # acked by the client before a commit: sealed
+                return
+        fenced_at = self._fenced_at.get(rid)
+        if fenced_at is not None:
+            waited = self.clock() - fenced_at
+            if not self.player.in_flight(rid) or waited >= self.truncate_wait_s:
+                await self._ack(rid, played, truncate=True, final=True)
+        elif self.player.drained(rid):
+            await self._ack(rid, played, final=True)
+        elif played - self._acked.get(rid, 0) >= self.ack_every_ms:
+            await self._ack(rid, played)
+
+    async def _ack(
+        self, rid: str, played: int, *, truncate: bool = False, final: bool = False
+    ) -> None:
+        if final:
+            self._final.add(rid)
+        if played < self._acked.get(rid, 0):
+            played = self._acked[rid]
+        self._acked[rid] = played
+        with contextlib.suppress(DuplexSessionClosedError):
+            await self.client.ack_playback(played, response_id=rid, truncate=truncate)
+
+    @contextlib.asynccontextmanager
+    async def commit_guard(self) -> AsyncIterator[None]:
+        """Hold acks while a commit is sent; first ack every finished response (§7)."""
+        async with self._lock:
+            for rid in list(self._offsets):
+                handle = self.client.tracker.handles.get(rid)
+                if rid in self._final or handle is None or not handle.done:
+                    continue
+                cut = handle.fenced or rid in self._fenced_at
+                await self._ack(rid, self.player.played_ms(rid), truncate=cut, final=True)
+            yield
+
+    async def close(self) -> None:
+        """Final acks before the session closes: what was played, `truncate` if cut short."""
+        async with self._lock:
+            for rid in list(self._offsets):
+                if rid in self._final:
+                    continue
+                handle = self.client.tracker.handles.get(rid)
+                if (
+                    handle is not None
+                    and handle.done
+                    and handle.acked_ms
+                    not in (
+                        None,
+                        self._acked.get(rid),
+                    )
+                ):
+                    continue
+                cut = rid in self._fenced_at or not self.player.drained(rid)
+                await self._ack(rid, self.player.played_ms(rid), truncate=cut, final=True)
+
+    def acked_ms(self, rid: str) -> int | None:
+        """The last played position acked for a response."""
+        return self._acked.get(rid)

@@ -1,0 +1,410 @@
+"""`duplex-cli live` end to end: options, devices, embedded server, session, run bundle.
+
+`run_live(url, LiveOptions(...))` connects (or starts the bundled reference server), runs a
+`LiveSession` until quit / the time limit, and writes the same bundle as `stream` (with
+`segment: live` timeline rows). Device modules are injectable through `LiveDevices`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplex_client.bundle import RunBundle
+from duplex_client.client.config import SessionConfig, ref_audio_data_url
+from duplex_client.client.session import DuplexClient
+from duplex_client.client.transport import redact_url
+from duplex_client.framing.timeline import InputTimeline
+from duplex_client.live.camera import Camera
+from duplex_client.live.controls import LiveControls, PttMode, PushToTalk, parse_schedule
+from duplex_client.live.devices import (
+    DeviceError,
+    camera_source,
+    load_sounddevice,
+    resolve_audio_device,
+)
+from duplex_client.live.filemic import FileMicrophone
+from duplex_client.live.mic import Microphone
+from duplex_client.live.player import Player
+from duplex_client.live.progress import LiveProgress
+from duplex_client.live.session import TURN_MODES, LiveSession, TurnMode
+from duplex_client.live.sources import AudioCapture
+from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.results import RunResult, handle_record
+
+PRESETS = ("auto", "minicpmo", "joyai", "aura", "none")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Request-local errors that live races can cause without harm; listed, not failures.
+BENIGN_ERRORS = frozenset({"playback_ack_too_late", "response_not_active"})
+HEADPHONES = (
+    "use headphones: a terminal has no echo canceller "
+    "(--echo-gate stops the microphone while the assistant is audible)"
+)
+
+
+class LiveUsageError(DuplexClientError):
+    """Bad live options (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveDevices:
+    """Where devices come from: the `sounddevice` module and a `VideoCapture` factory.
+
+    None means the real ones (imported when needed). Tests inject fakes here.
+    """
+
+    sounddevice: Any | None = None
+    video_capture: Callable[[int | str], Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    """Everything `duplex-cli live` can be told; the SDK takes the same names."""
+
+    model: str = "openbmb/MiniCPM-o-4_5"
+    preset: str = "auto"
+    turn: TurnMode = "model"
+    ptt_mode: PttMode = "toggle"
+    config: SessionConfig | None = None
+    api_key: str | None = field(default=None, repr=False)
+    ref_audio: str | None = field(default=None, repr=False)
+    instructions: str | None = None
+    temperature: float | None = None
+    mic: str | None = None
+    mic_file: str | None = None
+    no_mic: bool = False
+    camera: str | None = None
+    camera_file: str | None = None
+    no_camera: bool = False
+    speaker: str | None = None
+    no_playback: bool = False
+    echo_gate: bool = False
+    start_muted: bool = False
+    camera_off: bool = False
+    frame_max_side: int = 640
+    jpeg_quality: int = 80
+    chunk_ms: int = 200
+    jitter_ms: int = 80
+    duration_s: float | None = None
+    actions: tuple[str, ...] = ()
+    output_dir: Path | None = None
+    require_audio: bool = False
+    server_script: str | None = None
+
+    def validate(self) -> None:
+        """Raise `LiveUsageError` with a one-line message for any invalid combination."""
+        checks = [
+            (self.turn in TURN_MODES, f"--turn must be one of {', '.join(TURN_MODES)}"),
+            (self.ptt_mode in ("toggle", "hold"), "--ptt-mode must be toggle or hold"),
+            (self.preset in PRESETS, f"--preset must be one of {', '.join(PRESETS)}"),
+            (not (self.mic_file and self.no_mic), "--mic-file and --no-mic are exclusive"),
+            (not (self.camera_file and self.no_camera), "--camera-file and --no-camera clash"),
+            (not (self.camera and self.camera_file), "--camera and --camera-file are exclusive"),
+            (self.chunk_ms > 0, f"--chunk-ms must be positive, got {self.chunk_ms}"),
+            (self.jitter_ms >= 0, f"--jitter-ms must be >= 0, got {self.jitter_ms}"),
+            (1 <= self.jpeg_quality <= 100, "--jpeg-quality must be 1..100"),
+            (self.frame_max_side >= 0, "--frame-max-side must be >= 0"),
+            (self.duration_s is None or self.duration_s > 0, "--duration-s must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise LiveUsageError(message)
+        try:
+            parse_schedule(self.actions)
+        except ValueError as exc:
+            raise LiveUsageError(str(exc)) from None
+
+    def preset_name(self) -> str:
+        """The preset in effect (`auto`: minicpmo for model turns, joyai otherwise)."""
+        if self.preset != "auto":
+            return self.preset
+        return "minicpmo" if self.turn == "model" else "joyai"
+
+    def session_config(self, preset: str | None = None) -> SessionConfig:
+        """The session config: `config` if given, else the preset adjusted to the turn mode."""
+        from duplex_client import presets
+
+        if self.config is not None:
+            return self.config
+        name = preset or self.preset_name()
+        overrides: dict[str, Any] = {}
+        if self.instructions is not None:
+            overrides["instructions"] = self.instructions
+        if self.temperature is not None:
+            overrides["temperature"] = self.temperature
+        if name == "minicpmo":
+            config = presets.minicpmo_4_5(ref_audio=self.ref_audio, **overrides)
+        elif name == "joyai":
+            config = presets.joyai(manual=self.turn != "vad", **overrides)
+        else:
+            config = presets.aura() if name == "aura" else SessionConfig()
+            if self.ref_audio is not None:
+                overrides["ref_audio"] = ref_audio_data_url(self.ref_audio)
+            config = config.with_overrides(**overrides)
+        if self.turn == "vad" and not config.turn_detection:
+            config = config.with_overrides(
+                turn_detection=dict(presets.SERVER_VAD), overlap_policy="barge_in_on_speech"
+            )
+        elif self.turn != "vad" and config.turn_detection:
+            config = config.with_overrides(turn_detection=None)
+        return config
+
+
+def embedded_profile(options: LiveOptions) -> str:
+    """The reference server profile for the options (joyai only once it exists)."""
+    from duplex_client.server.config import ServerConfig
+
+    name = options.preset_name()
+    if name == "aura":
+        return "aura"
+    if name == "joyai":
+        try:
+            ServerConfig(profile="joyai")
+        except ValueError:
+            if options.turn == "vad":
+                raise LiveUsageError(
+                    "the embedded server has no server VAD (joyai) yet: pass --url"
+                ) from None
+            return "minicpmo"
+        return "joyai"
+    return "minicpmo"
+
+
+@contextlib.asynccontextmanager
+async def target_url(url: str | None, options: LiveOptions, profile: str) -> AsyncIterator[str]:
+    """`url`, or the bundled reference server started for this run."""
+    if url:
+        yield url
+        return
+    from duplex_client.server import ReferenceServer, Script
+
+    script = Script.load(options.server_script) if options.server_script else None
+    async with ReferenceServer(
+        profile=profile, require_audio=options.require_audio, script=script
+    ) as server:
+        yield server.url
+
+
+def open_mic(options: LiveOptions, devices: LiveDevices) -> tuple[AudioCapture, bool]:
+    """The audio source for the options and whether it is a real input (not silence)."""
+    if options.no_mic:
+        return FileMicrophone.silence(), False
+    if options.mic_file:
+        return FileMicrophone(options.mic_file), True
+    return Microphone(options.mic, sd=devices.sounddevice), True
+
+
+def open_camera(options: LiveOptions, devices: LiveDevices) -> Camera | None:
+    """The camera (device or file) for the options, or None."""
+    if options.no_camera:
+        return None
+    source = options.camera_file if options.camera_file else camera_source(options.camera)
+    return Camera(source, capture_factory=devices.video_capture)
+
+
+def preflight(options: LiveOptions, devices: LiveDevices) -> Any | None:
+    """Fail before connecting when PortAudio or a chosen audio device is missing."""
+    needs_input = not options.no_mic and not options.mic_file
+    if not needs_input and options.no_playback:
+        return None
+    sd = devices.sounddevice if devices.sounddevice is not None else load_sounddevice()
+    if needs_input:
+        resolve_audio_device(sd, options.mic, "input")
+    if not options.no_playback:
+        resolve_audio_device(sd, options.speaker, "output")
+    return sd
+
+
+async def run_live(
+    url: str | None,
+    options: LiveOptions,
+    *,
+    progress: LiveProgress | None = None,
+    controls: LiveControls | None = None,
+    devices: LiveDevices | None = None,
+) -> RunResult:
+    """Validate, check devices, prepare the bundle, then run the live session.
+
+    Never raises for a failed session (the result says what happened); bad options raise
+    `LiveUsageError`, missing devices `DeviceError`, before anything is sent.
+    """
+    options.validate()
+    progress = progress or LiveProgress()
+    profile = embedded_profile(options) if not url else options.preset_name()
+    config = options.session_config(profile if not url and options.preset == "auto" else None)
+    devices = devices or LiveDevices()
+    sd = preflight(options, devices)
+    devices = LiveDevices(sounddevice=sd, video_capture=devices.video_capture)
+    controls = controls or LiveControls(
+        muted=options.start_muted,
+        camera_on=not options.camera_off,
+        ptt=PushToTalk(options.ptt_mode),
+    )
+    out_dir = options.output_dir or _default_dir()
+    try:
+        bundle = RunBundle(Path(out_dir))
+    except OSError as exc:
+        raise LiveUsageError(f"{out_dir}: cannot write the output directory ({exc})") from None
+    async with target_url(url, options, profile) as target:
+        run = _LiveRun(target, options, config, bundle, progress, controls, devices)
+        return await run.run()
+
+
+def _default_dir() -> Path:
+    from duplex_client.run import default_run_dir
+
+    return default_run_dir()
+
+
+class _LiveRun:
+    """One live session: connect, run, close, record."""
+
+    def __init__(
+        self,
+        url: str,
+        options: LiveOptions,
+        config: SessionConfig,
+        bundle: RunBundle,
+        progress: LiveProgress,
+        controls: LiveControls,
+        devices: LiveDevices,
+    ) -> None:
+        self.options = options
+        self.bundle = bundle
+        self.progress = progress
+        self.controls = controls
+        self.devices = devices
+        self.client = DuplexClient(
+            url, model=options.model, config=config, api_key=options.api_key, ack_policy="manual"
+        )
+        self.timeline = InputTimeline(
+            model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
+        )
+        self.timeline.set_sliding_window(config.extra_body)
+        self.session: LiveSession | None = None
+
+    def _build(self) -> LiveSession:
+        o, p = self.options, self.progress
+        mic, present = open_mic(o, self.devices)
+        camera = open_camera(o, self.devices)
+        player = None
+        if not o.no_playback:
+            player = Player(
+                sd=self.devices.sounddevice,
+                device=o.speaker,
+                sample_rate_hz=self.client.config.output_sample_rate_hz,
+                jitter_ms=o.jitter_ms,
+            )
+        p.turn, p.ptt_mode, p.echo_gate = o.turn, o.ptt_mode, o.echo_gate
+        p.mic = "none" if not present else (o.mic_file or o.mic or "default microphone")
+        p.camera = None if camera is None else str(o.camera_file or f"camera {camera.source}")
+        if present and player is not None and not o.echo_gate and not o.mic_file:
+            p.warn(HEADPHONES)
+        return LiveSession(
+            self.client,
+            mic,
+            camera=camera,
+            player=player,
+            turn=o.turn,
+            controls=self.controls,
+            mic_present=present,
+            echo_gate=o.echo_gate,
+            chunk_ms=o.chunk_ms,
+            jpeg_quality=o.jpeg_quality,
+            frame_max_side=o.frame_max_side,
+            timeline=self.timeline,
+            progress=p,
+            schedule=parse_schedule(o.actions),
+            duration_s=o.duration_s,
+        )
+
+    async def run(self) -> RunResult:
+        """Run the session and always write `result.json`."""
+        started = time.monotonic()
+        result = RunResult(ok=False, status="failed", exit_code=EXIT_FAILED)
+        result.started_at = self.bundle.started_at
+        result.model, result.url = self.options.model, redact_url(self.client.url)
+        result.bundle_dir = self.bundle.dir
+        self.bundle.attach(self.client)
+        try:
+            self.progress.phase = "connecting"
+            await self.client.connect()
+            self.timeline.set_session(session_id=self.client.session_id)
+            self.bundle.write_session(self.client, url=self.client.url)
+            self.session = self._build()
+            await self.session.run()
+            result.status, result.ok = "ok", True
+        except asyncio.CancelledError:
+            result.status, result.error = "interrupted", "interrupted"
+            result.exit_code = EXIT_INTERRUPTED
+            raise
+        except DeviceError as exc:
+            result.error, result.exit_code = str(exc), EXIT_USAGE
+        except DuplexClientError as exc:
+            result.error = str(exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.client.close())
+            self.timeline.write_best_effort()
+            self._complete(result, started)
+            self.bundle.finish(result.to_dict())
+        return result
+
+    def _complete(self, result: RunResult, started: float) -> None:
+        client = self.client
+        result.duration_s = time.monotonic() - started
+        result.session_id = client.session_id
+        result.closed_reason = client.closed_reason
+        result.server_errors = [
+            {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}
+            for e in client.errors
+        ]
+        clock = self.timeline.clock
+        origin = clock.t0 if clock is not None and clock.started else started
+        tracker = client.tracker
+        handles = sorted([*tracker.handles.values(), *tracker.listens], key=lambda h: h.created_at)
+        result.decisions = [handle_record(h, origin) for h in handles]
+        totals = self.timeline.totals()
+        result.lateness_ms = totals["lateness_ms"]
+        sync = self.session.sync if self.session is not None else None
+        result.counts = {
+            **{k: totals[k] for k in ("appends", "audio_ms", "units", "fallback_units")},
+            **{k: totals[k] for k in ("frames", "commits")},
+            "responses": len(tracker.handles),
+            "speak": sum(1 for h in handles if h.decision == "speak"),
+            "listen": sum(1 for h in handles if h.decision == "listen"),
+            "events": self.bundle.event_count,
+            "output_audio_ms": self.bundle.output_ms,
+            "played_ms": sum(h.played_ms for h in tracker.handles.values()),
+            "interruptions": self.progress.interruptions,
+            "dropped_late_deltas": 0 if sync is None else sync.dropped_deltas,
+        }
+        latencies = [] if self.session is None else self.session.latencies
+        result.latencies_ms = {
+            "last_response_first_audio": latencies[-1] if latencies else None,
+            "median_response_first_audio": statistics.median(latencies) if latencies else None,
+        }
+        self._judge(result)
+        result.timeline = self.timeline.to_dict()
+
+    def _judge(self, result: RunResult) -> None:
+        """`ok`: the session opened, closed on our request and reported no real errors."""
+        if not result.ok:
+            return
+        problems = []
+        if self.client.closed_reason != "client_close":
+            problems.append(f"session ended with {self.client.closed_reason!r}")
+        codes = [e["code"] for e in result.server_errors if e["code"] not in BENIGN_ERRORS]
+        if codes:
+            problems.append(f"server reported errors: {', '.join(str(c) for c in codes)}")
+        if problems:
+            result.ok, result.status, result.exit_code = False, "failed", EXIT_FAILED
+            result.error = "; ".join(problems)
+        else:
+            result.exit_code = EXIT_OK

@@ -1,0 +1,334 @@
+"""The live loop: captured blocks → live framer → session, with switches, turns and playback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from duplex_client.client.session import DuplexClientBase
+from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.live import LiveFramer
+from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
+from duplex_client.framing.redact import audio_source_facts, video_facts
+from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
+from duplex_client.framing.timeline import InputTimeline
+from duplex_client.framing.units import ms_to_samples
+from duplex_client.live.camera import CameraFeed
+from duplex_client.live.controls import Action, LiveControls
+from duplex_client.live.devices import DeviceError
+from duplex_client.live.playback import PlaybackSync
+from duplex_client.live.player import Player
+from duplex_client.live.progress import LiveProgress
+from duplex_client.live.sources import AudioBlock, AudioCapture, FrameCapture
+from duplex_client.protocol import response_events as r
+from duplex_client.protocol import server_events as se
+
+TurnMode = Literal["model", "vad", "ptt"]
+TURN_MODES: tuple[TurnMode, ...] = ("model", "vad", "ptt")
+_POLL_S = 0.25
+_TRANSCRIPT_LINES = 6
+
+
+class LiveSession:
+    """Runs one live conversation over an open client until quit, a time limit or an error.
+
+    Every captured block drives the loop: scheduled actions and switches are applied at
+    block boundaries, the block is framed (uploaded, or not while muted, outside a
+    push-to-talk hold, or behind the echo gate) and the appends whose capture completed
+    are sent and recorded in the timeline (`segment: live`, scheduled at capture
+    completion). In `ptt` mode releasing the talk key commits the hold if it uploaded
+    audio; in `vad` mode the server's commits re-anchor the grid. The session owns the
+    capture devices and the player from `run()` until it returns.
+    """
+
+    def __init__(
+        self,
+        client: DuplexClientBase,
+        mic: AudioCapture,
+        *,
+        camera: FrameCapture | None = None,
+        player: Player | None = None,
+        turn: TurnMode = "model",
+        controls: LiveControls | None = None,
+        mic_present: bool = True,
+        echo_gate: bool = False,
+        chunk_ms: int = 200,
+        jpeg_quality: int = 80,
+        frame_max_side: int = 640,
+        timeline: InputTimeline | None = None,
+        progress: LiveProgress | None = None,
+        schedule: Sequence[tuple[int, Action]] = (),
+        duration_s: float | None = None,
+        stall_timeout_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if turn not in TURN_MODES:
+            raise ValueError(f"turn must be one of {', '.join(TURN_MODES)}")
+        self.client = client
+        self.mic = mic
+        self.camera = camera
+        self.player = player
+        self.turn: TurnMode = turn
+        self.controls = controls or LiveControls(clock=clock)
+        self.mic_present = mic_present
+        self.echo_gate = echo_gate
+        self.chunk_ms = chunk_ms
+        self.timeline = timeline if timeline is not None else InputTimeline()
+        self.progress = progress or LiveProgress()
+        self.schedule = list(schedule)
+        self.duration_s = duration_s
+        self.stall_timeout_s = stall_timeout_s
+        self.clock = MediaClock("realtime", now=clock)
+        self.sync: PlaybackSync | None = None
+        self.framer: LiveFramer | None = None
+        self.feed: CameraFeed | None = None
+        self.commit_ids: list[str] = []
+        self.append_ids: list[str] = []
+        self.latencies: list[float] = []
+        self._jpeg = (jpeg_quality, frame_max_side)
+        self._talking = False
+        self._hold_samples = 0
+        self._unit_sent_at: dict[int, float] = {}
+        self._reference_at: float | None = None
+        self._response_ref: dict[str, float] = {}
+
+    # --- run ---
+
+    async def run(self) -> None:
+        """Start the devices, run the loop, then stop them (final acks before the player)."""
+        client = self.client
+        config = FramerConfig.from_capabilities(client.capabilities, chunk_ms=self.chunk_ms)
+        start = StreamPosition.after_audio(client.audio_end_ms, config.grid)
+        self.framer = LiveFramer(config, start)
+        if self.mic_present and not config.audio_allowed:
+            self.progress.warn("the server takes no audio: the microphone is not sent")
+        client.add_listener(self._on_event)
+        ack_task: asyncio.Task[None] | None = None
+        try:
+            await self.mic.start()
+            if self.camera is not None:
+                self.camera.start()
+                quality, max_side = self._jpeg
+                self.feed = CameraFeed(
+                    self.camera,
+                    lambda: self.clock.t0,
+                    jpeg_quality=quality,
+                    frame_max_side=max_side,
+                )
+            if self.player is not None:
+                self.player.start()
+                self.sync = PlaybackSync(client, self.player, clock=self.clock.now)
+                self.sync.attach()
+                ack_task = asyncio.create_task(self.sync.run(), name="duplex-live-acks")
+            self._describe(config)
+            self.progress.phase = "live"
+            await self._loop()
+        finally:
+            self.progress.phase = "closing"
+            await self._stop(ack_task)
+
+    async def _stop(self, ack_task: asyncio.Task[None] | None) -> None:
+        with contextlib.suppress(Exception):
+            await self.mic.close()
+        if self.camera is not None:
+            self.camera.close()
+        if ack_task is not None:
+            ack_task.cancel()
+            await asyncio.gather(ack_task, return_exceptions=True)
+        if self.sync is not None and self.client.is_open:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.sync.close())
+        if self.player is not None:
+            self.player.close()
+        self.timeline.audio_source = audio_source_facts(self._audio_info())
+        if self.feed is not None:
+            self.timeline.video = video_facts(self.feed.info(self._unit_ms()))
+
+    def _audio_info(self) -> dict[str, Any] | None:
+        return self.mic.info() if self.mic_present else None
+
+    def _unit_ms(self) -> int:
+        return self.client.capabilities.chunk_period_ms
+
+    def _describe(self, config: FramerConfig) -> None:
+        tl = self.timeline
+        tl.clock = self.clock
+        tl.listen_to(self.client)
+        tl.set_unit_grid(config.grid, self.client.capabilities)
+        tl.describe_stream(
+            chunk_ms=config.chunk_ms,
+            media_origin_ms=0,
+            audio_source=self._audio_info(),
+            video=None if self.feed is None else self.feed.info(self._unit_ms()),
+            pacing="realtime",
+        )
+
+    async def _next_block(self) -> AudioBlock | None:
+        waited = 0.0
+        while not self.controls.quit_requested and self.client.is_open:
+            try:
+                return await asyncio.wait_for(self.mic.read(), _POLL_S)
+            except TimeoutError:
+                waited += _POLL_S
+                if waited >= self.stall_timeout_s:
+                    raise DeviceError(
+                        f"the microphone delivered no audio for {self.stall_timeout_s:g} s"
+                    ) from None
+        return None
+
+    async def _loop(self) -> None:
+        framer = self.framer
+        assert framer is not None
+        while (block := await self._next_block()) is not None:
+            if not self.clock.started:
+                first = block.captured_at - block.start_sample / INPUT_SAMPLE_RATE_HZ
+                self.clock.start((self.clock.now() - first) * 1000)
+            out: list[PlannedAppend] = []
+            gap = block.start_sample - framer.media_samples
+            if gap > 0:
+                out += framer.idle(gap)
+            self._run_schedule(block.start_sample * 1000 // INPUT_SAMPLE_RATE_HZ)
+            if self.controls.take_interrupt():
+                await self._interrupt()
+            out += await self._turn_switches(framer)
+            framer.set_camera(self.feed if self.controls.camera_on else None)
+            upload = self._upload_allowed()
+            if upload and self.turn == "ptt" and framer.can_upload():
+                self._hold_samples += block.samples
+            out += framer.push(block.pcm, upload=upload)
+            await self._send(out)
+            self._refresh(block)
+            media_s = framer.media_samples / INPUT_SAMPLE_RATE_HZ
+            if self.controls.quit_requested or (
+                self.duration_s is not None and media_s >= self.duration_s
+            ):
+                return
+
+    def _run_schedule(self, media_ms: int) -> None:
+        while self.schedule and self.schedule[0][0] <= media_ms:
+            _, action = self.schedule.pop(0)
+            self.controls.apply(action)
+
+    async def _turn_switches(self, framer: LiveFramer) -> list[PlannedAppend]:
+        """Push-to-talk edges: a press interrupts the assistant, a release commits the hold."""
+        if self.turn != "ptt":
+            return []
+        was, self._talking = self._talking, self.controls.talking()
+        if self._talking and not was:
+            self._hold_samples = 0
+            if self.player is not None and (self.player.audible() or self._speaking()):
+                await self._interrupt()
+        if was and not self._talking:
+            out = framer.commit()
+            await self._send(out)
+            if self._hold_samples > 0:
+                await self._commit(framer)
+            self._hold_samples = 0
+        return []
+
+    def _speaking(self) -> bool:
+        active = self.client.tracker.active
+        return active is not None and not active.done
+
+    def _upload_allowed(self) -> bool:
+        if not self.mic_present or self.controls.muted:
+            return False
+        if self.turn == "ptt":
+            return self._talking
+        gated = self.echo_gate and self.player is not None and self.player.audible()
+        self.progress.gated = gated
+        return not gated
+
+    async def _interrupt(self) -> None:
+        if self.sync is not None and await self.sync.barge_in():
+            self.progress.decision = "interrupted"
+            self.progress.interruptions += 1
+
+    # --- sending ---
+
+    async def _send(self, appends: list[PlannedAppend]) -> None:
+        for a in appends:
+            sent_at = self.clock.now()
+            event_id = await self.client.append_input(
+                a.pcm or None,
+                video_frames=a.video_frames,
+                is_speech=a.is_speech,
+                media_start_ms=a.media_start_ms,
+                media_end_ms=a.media_end_ms,
+                unit_index=a.unit_index,
+            )
+            self.append_ids.append(event_id)
+            self.timeline.add_append(a, event_id, self.clock.timing(a.media_end_ms, sent_at))
+            if a.unit_index is not None:
+                self._unit_sent_at[a.unit_index] = sent_at
+                self.progress.units[a.unit_kind.value if a.unit_kind else "AUDIO"] += 1
+
+    async def _commit(self, framer: LiveFramer) -> None:
+        create = None if self.client.config.auto_response else True
+        due_ms = framer.media_samples * 1000 // INPUT_SAMPLE_RATE_HZ
+        guard = self.sync.commit_guard() if self.sync is not None else contextlib.nullcontext()
+        async with guard:
+            sent_at = self.clock.now()
+            event_id = await self.client.commit(create_response=create)
+        self.commit_ids.append(event_id)
+        self.timeline.add_commit(
+            event_id, self.clock.timing(due_ms, sent_at), response_create=create
+        )
+        framer.committed()
+        self._reference_at = sent_at
+
+    # --- events (reader task) ---
+
+    def _on_event(self, event: se.ServerEvent, received_at: float) -> None:
+        if isinstance(event, se.InputAudioBufferCommitted):
+            if event.client_event_id not in self.commit_ids:
+                self._reference_at = received_at
+                if self.framer is not None and event.audio_end_ms is not None:
+                    self.framer.committed(ms_to_samples(event.audio_end_ms))
+        elif isinstance(event, se.InputAudioBufferSpeechStopped):
+            self._reference_at = received_at
+        elif isinstance(event, se.InputAudioBufferSpeechStarted):
+            self.progress.decision = "hearing you"
+        elif isinstance(event, r.ResponseCreated) and event.response_id is not None:
+            self._response_ref[event.response_id] = self._reference_for(event.unit_index)
+            self.progress.decision = "thinking"
+        elif isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
+            ref = self._response_ref.pop(event.response_id, None)
+            if ref is not None:
+                latency = round((received_at - ref) * 1000, 1)
+                self.latencies.append(latency)
+                self.progress.last_latency_ms = latency
+            self.progress.decision = "speaking"
+        elif isinstance(event, r.ResponseListen):
+            self.progress.decision = "listening"
+        elif isinstance(event, r.ResponseDone):
+            self.progress.decision = "interrupted" if event.status == "cancelled" else "done"
+
+    def _reference_for(self, unit_index: int | None) -> float:
+        """When the input a response answers was complete: the later of the deciding
+        unit's send and the last commit (or speech end)."""
+        refs = [t for t in (self._reference_at, self._unit_sent_at.get(unit_index or -1)) if t]
+        return max(refs) if refs else self.clock.now()
+
+    # --- display ---
+
+    def _refresh(self, block: AudioBlock) -> None:
+        p = self.progress
+        p.media_ms = block.end_sample * 1000 // INPUT_SAMPLE_RATE_HZ
+        p.mic_level_dbfs = self.mic.level_dbfs if self.mic_present else -96.0
+        p.muted = self.controls.muted
+        p.camera_on = self.controls.camera_on and self.feed is not None
+        p.frames_sent = 0 if self.feed is None else self.feed.frames_sent
+        p.talking = self._talking
+        p.audible = self.player is not None and self.player.audible()
+        p.appends = len(self.append_ids)
+        p.commits = len(self.commit_ids)
+        lines = []
+        for handle in list(self.client.tracker.handles.values())[-_TRANSCRIPT_LINES:]:
+            text = handle.transcript or handle.text
+            if text:
+                lines.append(text + (" …" if handle.fenced else ""))
+        p.transcript = lines

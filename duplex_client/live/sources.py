@@ -1,0 +1,124 @@
+"""What live capture hands the session: timestamped audio blocks and the latest camera frame."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
+
+#: Level reported for digital silence.
+SILENCE_DBFS = -96.0
+
+
+def level_dbfs(pcm: bytes) -> float:
+    """RMS level of int16 PCM in dBFS (`SILENCE_DBFS` for silence or no samples)."""
+    import numpy as np
+
+    samples = np.frombuffer(pcm, dtype="<i2")
+    if samples.size == 0:
+        return SILENCE_DBFS
+    rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
+    if rms < 1.0:
+        return SILENCE_DBFS
+    return max(SILENCE_DBFS, 20.0 * math.log10(rms / 32768.0))
+
+
+@dataclass(frozen=True, slots=True)
+class AudioBlock:
+    """Captured audio (16 kHz mono int16 LE) placed on the capture clock.
+
+    `start_sample` counts 16 kHz samples from the first captured sample (media time 0), so
+    a gap (blocks lost to an overloaded consumer) shows as a jump. `captured_at` estimates,
+    on the monotonic clock, when the block's first sample was captured.
+    """
+
+    pcm: bytes = field(repr=False)
+    start_sample: int
+    captured_at: float
+    overflow: bool = False
+
+    @property
+    def samples(self) -> int:
+        """Samples in the block."""
+        return len(self.pcm) // BYTES_PER_SAMPLE
+
+    @property
+    def end_sample(self) -> int:
+        """Capture-clock position just after the block."""
+        return self.start_sample + self.samples
+
+    @property
+    def duration_s(self) -> float:
+        """Length in seconds."""
+        return self.samples / INPUT_SAMPLE_RATE_HZ
+
+
+class AudioCapture(Protocol):
+    """A live audio source: a microphone, a file played as one, or silence (no microphone)."""
+
+    @property
+    def kind(self) -> str:
+        """`microphone`, `wav`/`audio_file` (file-backed) or `none` (no microphone)."""
+        ...
+
+    @property
+    def level_dbfs(self) -> float:
+        """Level of the latest block (for meters)."""
+        ...
+
+    async def start(self) -> None:
+        """Open the device or file; raises `DeviceError`/`MediaError` with a one-line reason."""
+        ...
+
+    async def read(self) -> AudioBlock | None:
+        """The next block once captured (None: the source ended); safe to cancel."""
+        ...
+
+    async def close(self) -> None:
+        """Stop capturing (idempotent)."""
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """The timeline's `audio_source` facts."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedFrame:
+    """One camera frame: a BGR array, its sequence number and monotonic capture time."""
+
+    image: Any = field(repr=False)
+    seq: int
+    captured_at: float
+
+
+class FrameCapture(Protocol):
+    """A live picture source: a camera, a video file played as one, or a still image."""
+
+    @property
+    def frames_captured(self) -> int:
+        """Frames read so far."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why capture stopped, if it failed."""
+        ...
+
+    def start(self) -> None:
+        """Open the device or file; raises `DeviceError` with a one-line reason."""
+        ...
+
+    def latest(self) -> CapturedFrame | None:
+        """The most recent frame (None before the first)."""
+        ...
+
+    def close(self) -> None:
+        """Stop capturing (idempotent)."""
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """Facts for the timeline's `video` object."""
+        ...
