@@ -43,6 +43,7 @@ def types(outputs: list[Output]) -> list[str]:
 def open_session(now: float = 0.0, **config: Any) -> tuple[Registry, DuplexSession, list[Output]]:
     """A registry with one open session (handshake outputs returned)."""
     session_obj = config.pop("session", {})
+    config.setdefault("engine", "scripted")
     registry = Registry(ServerConfig(**config))
     session, outputs = registry.open(
         {
