@@ -12,7 +12,7 @@ records when each append is released against its media deadline `t0 + media_star
 Both run with 0 and 5 ms of simulated send cost (a busy-wait after each send, holding the
 event loop). The four streams run at the same time, each in its own client process, so the
 benchmark takes one minute (`BENCH_PACING_SEQUENTIAL=1` runs them one after another).
-Run: `python -m benchmarks.bench_pacing` (`--quick` or `BENCH_QUICK=1`: 3 s smoke run).
+Run: `python -m benchmarks.bench_pacing` (`--quick` or `BENCH_QUICK=1`: 2 s smoke run).
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ from benchmarks._common import (
 )
 
 STREAM_SECONDS = 60
-QUICK_SECONDS = 3
+QUICK_SECONDS = 2
 CHUNK_MS = 200
 SEND_COSTS_MS = (0, 5)
 PACINGS = ("ours", "naive")
 #: Workers import, connect, then wait for a common start (staggered so sends do not collide).
 START_DELAY_S = 4.0
+QUICK_START_DELAY_S = 2.5
 STAGGER_S = 0.05
 SEQUENTIAL_ENV = "BENCH_PACING_SEQUENTIAL"
 TARGET_MS = 5.0
@@ -102,16 +103,18 @@ def _collect(proc: subprocess.Popen[str], seconds: int) -> dict[str, Any]:
     return stats
 
 
-def run_all(url: str, seconds: int, sequential: bool) -> list[dict[str, Any]]:
+def run_all(
+    url: str, seconds: int, sequential: bool, delay: float = START_DELAY_S
+) -> list[dict[str, Any]]:
     """Run every (pacing, send cost) stream: concurrently (default) or one after another."""
     variants = [(p, c) for c in SEND_COSTS_MS for p in PACINGS]
     if sequential:
         results = []
         for pacing, cost in variants:
-            proc = _spawn(url, pacing, cost, seconds, time.time() + START_DELAY_S)
+            proc = _spawn(url, pacing, cost, seconds, time.time() + delay)
             results.append(_collect(proc, seconds))
         return results
-    start = time.time() + START_DELAY_S
+    start = time.time() + delay
     procs = [
         _spawn(url, pacing, cost, seconds, start + i * STAGGER_S)
         for i, (pacing, cost) in enumerate(variants)
@@ -173,11 +176,13 @@ def verdict(results: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     """Run the pacing benchmark and print the table."""
-    seconds = QUICK_SECONDS if quick_mode() else STREAM_SECONDS
+    quick = quick_mode()
+    seconds = QUICK_SECONDS if quick else STREAM_SECONDS
+    delay = QUICK_START_DELAY_S if quick else START_DELAY_S
     sequential = os.environ.get(SEQUENTIAL_ENV, "") not in ("", "0")
     with ServerProcess(max_sessions=len(PACINGS) * len(SEND_COSTS_MS) + 2) as server:
         busy0, wall0 = busy_cpu_s(), time.monotonic()
-        results = run_all(server.url, seconds, sequential)
+        results = run_all(server.url, seconds, sequential, delay)
         busy = (busy_cpu_s() - busy0) / (time.monotonic() - wall0) * 100
     print(report(results, seconds, sequential))
     print(f"machine busy during the run: {busy:.0f}% of one core (all processes, ours included)")

@@ -37,9 +37,9 @@ from benchmarks._common import (
 )
 
 LEVELS = (10, 50, 100, 200, 400)
-QUICK_LEVELS = (2, 5)
+QUICK_LEVELS = (3,)
 STREAM_SECONDS = 20
-QUICK_SECONDS = 3
+QUICK_SECONDS = 2
 CHUNK_MS = 200
 #: Session start phases are spread over this long (one unit: frames spread too).
 SPREAD_S = 1.0

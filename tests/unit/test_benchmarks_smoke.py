@@ -1,0 +1,66 @@
+"""The pacing and sessions benchmarks import, and their quick modes run (no timing assertions)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any
+
+import pytest
+
+from benchmarks import _common
+from benchmarks._common import TimedTarget, percentile, table
+from duplex_client.protocol.capabilities import Capabilities
+
+
+class _Inner:
+    capabilities = Capabilities()
+    audio_end_ms = 0
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def append_input(self, pcm: bytes | None = None, **kw: Any) -> str:
+        self.sent.append({"pcm": pcm, **kw})
+        return f"evt_{len(self.sent)}"
+
+    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
+        return "evt_commit"
+
+
+def test_timed_target_records_releases_and_forwards() -> None:
+    inner = _Inner()
+    target = TimedTarget(inner)
+
+    async def run() -> None:
+        await target.append_input(b"\0\0", media_start_ms=0, media_end_ms=200)
+        await target.append_input(b"\0\0", media_start_ms=200, media_end_ms=400, unit_index=0)
+
+    asyncio.run(run())
+    assert [r.media_start_ms for r in target.releases] == [0, 200]
+    assert target.releases[1].unit_index == 0
+    assert [s["media_end_ms"] for s in inner.sent] == [200, 400]
+    assert len(target.lateness_ms(target.releases[0].released_at)) == 2
+    assert len(target.send_ms()) == 2
+
+
+def test_helpers() -> None:
+    assert percentile([], 0.99) == 0.0
+    assert percentile([1.0, 2.0, 3.0], 0.5) == 2.0
+    assert table(("a", "b"), [(1, 2)]).splitlines()[1] == "|---|---:|"
+    assert len(_common.speech_like_pcm(200)) == 6400
+    assert _common.camera_image().shape == (480, 640, 3)
+    assert _common.quick_mode(["--quick"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bench_pacing", "bench_sessions"])
+def test_quick_mode_runs(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(_common.QUICK_ENV, "1")
+    module = importlib.import_module(f"benchmarks.{name}")
+    module.main()
+    out = capsys.readouterr().out
+    assert "| N |" in out or "| pacing |" in out
+    assert "target" in out
