@@ -32,6 +32,10 @@ def check_timeline(doc: Mapping[str, Any], *, check_totals: bool = True) -> list
     if [c["index"] for c in commits] != list(range(len(commits))):
         problems.append("commit indexes are not contiguous from 0")
     residuals = _residual_commits(commits, rows)
+    for sc in doc.get("server_commits", []):
+        after = sc.get("after_append_index")
+        if isinstance(after, int):
+            residuals += [after] * int(sc.get("units_closed") or 0)
     last_closing: Mapping[str, Any] | None = None
     for i, row in enumerate(rows):
         tag = f"append {i}"

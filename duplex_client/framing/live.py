@@ -162,22 +162,22 @@ class LiveFramer:
         """The appends to send before a final commit (the buffer); then call `committed()`."""
         return self.flush()
 
-    def committed(self, audio_end_samples: int | None = None) -> bool:
+    def committed(self, audio_end_samples: int | None = None) -> int:
         """A final commit sealed the turn at `audio_end_samples` (default: all released audio).
 
         Re-anchors the grid when the commit fell inside a unit (protocol.md §4.2); a
         position within 1 ms of the open unit's start counts as on it (the server's ms
-        are rounded). True if the grid moved.
+        are rounded). Returns how many units the commit closed (0: the grid stays).
         """
         w = self._w
         at = w.audio if audio_end_samples is None else audio_end_samples
         slack = w.config.grid.sample_rate_hz // 1000
         if audio_end_samples is not None and at <= w.unit_start + slack:
-            return False
-        moved = w.reanchor(at)
-        if moved:
+            return 0
+        closed = w.reanchor(at)
+        if closed:
             self._vision_from = None
-        return moved
+        return closed
 
     # --- internals ---
 

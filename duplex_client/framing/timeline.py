@@ -98,6 +98,7 @@ class InputTimeline:
         self.appends: list[dict[str, Any]] = []
         self.commits: list[dict[str, Any]] = []
         self.reconnects: list[dict[str, Any]] = []
+        self.server_commits: list[dict[str, Any]] = []
         self._rows: dict[str, dict[str, Any]] = {}
         self._listening: set[int] = set()
 
@@ -213,6 +214,25 @@ class InputTimeline:
         }
         self.commits.append(row)
         self._rows[event_id] = row
+        return row
+
+    def add_server_commit(
+        self, *, audio_end_ms: int | None, received_offset_ms: float | None, units_closed: int
+    ) -> dict[str, Any]:
+        """Record a commit the server made (server VAD) and how many units it closed early.
+
+        Kept as `server_commits` (written only when there are some): a commit inside a unit
+        re-anchors the grid, so the next `unit_index` skips the closed residual.
+        """
+        row = {
+            "after_append_index": self.appends[-1]["index"] if self.appends else None,
+            "audio_end_ms": audio_end_ms,
+            "received_offset_ms": None
+            if received_offset_ms is None
+            else round(received_offset_ms, 3),
+            "units_closed": units_closed,
+        }
+        self.server_commits.append(row)
         return row
 
     def add_resend(self, event_id: str, sent_offset_ms: float, attempt: int) -> bool:
@@ -340,8 +360,8 @@ class InputTimeline:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole document, in §14 field order."""
-        return {
+        """The whole document, in §14 field order (`server_commits` only when there are some)."""
+        doc = {
             "schema_version": SCHEMA_VERSION,
             "clock": {
                 "source": "client_monotonic",
@@ -363,6 +383,9 @@ class InputTimeline:
             "reconnects": [dict(r) for r in self.reconnects],
             "totals": self.totals(),
         }
+        if self.server_commits:
+            doc["server_commits"] = [dict(r) for r in self.server_commits]
+        return doc
 
     def write(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write atomically (temporary file in the same directory, then rename)."""

@@ -143,25 +143,27 @@ class UnitWriter:
             media_end_ms=samples_to_ms(m1, rate),
         )
 
-    def reanchor(self, at_samples: int) -> bool:
+    def reanchor(self, at_samples: int) -> int:
         """A final commit sealed the turn at cumulative `at_samples` (protocol.md §4.2).
 
         Inside the open unit it closes that unit early (the residual takes a `unit_index`)
         and the grid restarts there; whole units the server cut since then are counted
-        too. On or before the open unit's start nothing changes. True if the grid moved.
+        too. On or before the open unit's start nothing changes. Returns the units closed.
         """
         at = min(at_samples, self.audio)
         if at <= self.unit_start:
-            return False
+            return 0
         self.unit_start = at
         self.unit_index += 1
         self.audio_unit += 1
+        closed = 1
         grid = self.config.grid
         while self.audio - self.unit_start >= grid.unit_length_samples(self.audio_unit):
             self.unit_start += grid.unit_length_samples(self.audio_unit)
             self.unit_index += 1
             self.audio_unit += 1
-        return True
+            closed += 1
+        return closed
 
     def position(
         self, *, clip_had_audio: bool = True, last_frames: FrameGroup | None = None

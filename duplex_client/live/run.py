@@ -382,7 +382,7 @@ class _LiveRun:
             "events": self.bundle.event_count,
             "output_audio_ms": self.bundle.output_ms,
             "played_ms": sum(h.played_ms for h in tracker.handles.values()),
-            "interruptions": self.progress.interruptions,
+            "interruptions": 0 if sync is None else sync.interruptions,
             "dropped_late_deltas": 0 if sync is None else sync.dropped_deltas,
         }
         latencies = [] if self.session is None else self.session.latencies

@@ -245,7 +245,6 @@ class LiveSession:
     async def _interrupt(self) -> None:
         if self.sync is not None and await self.sync.barge_in():
             self.progress.decision = "interrupted"
-            self.progress.interruptions += 1
 
     # --- sending ---
 
@@ -287,7 +286,13 @@ class LiveSession:
             if event.client_event_id not in self.commit_ids:
                 self._reference_at = received_at
                 if self.framer is not None and event.audio_end_ms is not None:
-                    self.framer.committed(ms_to_samples(event.audio_end_ms))
+                    closed = self.framer.committed(ms_to_samples(event.audio_end_ms))
+                    offset = self.clock.offset_ms(received_at) if self.clock.started else None
+                    self.timeline.add_server_commit(
+                        audio_end_ms=event.audio_end_ms,
+                        received_offset_ms=offset,
+                        units_closed=closed,
+                    )
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
             self._reference_at = received_at
         elif isinstance(event, se.InputAudioBufferSpeechStarted):
@@ -325,6 +330,7 @@ class LiveSession:
         p.talking = self._talking
         p.audible = self.player is not None and self.player.audible()
         p.appends = len(self.append_ids)
+        p.interruptions = 0 if self.sync is None else self.sync.interruptions
         p.commits = len(self.commit_ids)
         lines = []
         for handle in list(self.client.tracker.handles.values())[-_TRANSCRIPT_LINES:]:

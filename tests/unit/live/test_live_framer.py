@@ -147,11 +147,11 @@ def test_commit_flushes_and_reanchors_the_grid() -> None:
     rows = push_ms(f, 1500)
     tail = f.commit()
     assert [(r.audio_end_ms, r.closes_unit) for r in tail] == [(1500, False)]
-    assert f.committed() is True
+    assert f.committed() == 1
     assert f.position.unit_index == 2 and f.position.unit_start_samples == 24000
     vision = [r for r in push_ms(f, 1000, upload=False) if r.unit_kind is VISION]
     assert [(r.unit_index, r.media_start_ms) for r in vision] == [(2, 1500)]
-    assert f.committed(24000 + 8) is False  # the server's rounded echo is a no-op
+    assert f.committed(24000 + 8) == 0  # the server's rounded echo is a no-op
     assert rows[-1].audio_end_ms == 1400
 
 
@@ -159,7 +159,7 @@ def test_server_commit_inside_a_unit_reanchors_late() -> None:
     f = live()
     push_ms(f, 1400)
     # the server sealed the turn at 1200 ms; 200 ms more were sent since
-    assert f.committed(19200) is True
+    assert f.committed(19200) == 1
     rows = push_ms(f, 1000)
     assert [(r.unit_index, r.audio_end_ms) for r in rows if r.closes_unit] == [(2, 2200)]
 

@@ -1,0 +1,191 @@
+"""`run_live` against the reference server with fake devices driven by files (paced, sped up).
+
+Both sides' records are compared: the client's `input_timeline.json` rows and the rows the
+server says it accepted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duplex_client.framing import check_timeline
+from duplex_client.live import LiveDevices, LiveOptions, run_live
+from duplex_client.results import RunResult
+from duplex_client.server import ReferenceServer
+from duplex_client.server.config import speech_available
+from tests.integration.live.helpers import audio_rows, tone_pcm, write_wav
+from tests.unit.live.fakes import FakeCameras, FakeSoundDevice
+
+PACE = 5.0
+
+
+async def live(
+    server: ReferenceServer | None, tmp_path: Path, wav: Path, **options: Any
+) -> tuple[RunResult, FakeSoundDevice]:
+    sd = FakeSoundDevice(wav=wav, pace=PACE)
+    devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=PACE))
+    options.setdefault("output_dir", tmp_path / "run")
+    opts = LiveOptions(**options)
+    result = await run_live(server.url if server else None, opts, devices=devices)
+    assert result.timeline is not None
+    assert check_timeline(result.timeline) == []
+    assert all(r["segment"] == "live" for r in result.timeline["appends"])
+    return result, sd
+
+
+def sent_frames(rows: list[dict[str, Any]]) -> list[str]:
+    return [f["sha256"] for r in rows for f in r["frames"]]
+
+
+@pytest.fixture
+def tone_wav(tmp_path: Path) -> Path:
+    return write_wav(tmp_path / "tone.wav", tone_pcm(8000))
+
+
+async def test_mute_keeps_one_frame_per_second_and_stops_audio(
+    tmp_path: Path, tone_wav: Path
+) -> None:
+    async with ReferenceServer(engine="scripted") as server:
+        result, _ = await live(
+            server, tmp_path, tone_wav, preset="minicpmo", duration_s=7.0,
+            actions=("1200:mute", "5300:unmute"), no_playback=True,
+        )  # fmt: skip
+        accepted = server.appends()
+    rows = result.timeline["appends"]  # type: ignore[index]
+    muted = [r for r in rows if 1200 <= r["media_start_ms"] < 5300]
+    assert audio_rows(muted) == []  # nothing captured while muted is sent
+    top_up = [r for r in muted if r["fallback"]]
+    assert top_up and top_up[-1]["unit_kind"] == "OMNI" and top_up[-1]["audio_end_ms"] == 2000
+    vision = [r for r in rows if r["unit_kind"] == "VISION"]
+    assert [(r["media_start_ms"], r["media_end_ms"]) for r in vision] == [
+        (2000, 3000),
+        (3000, 4000),
+        (4000, 5000),
+    ]
+    assert all(len(r["frames"]) == 1 and r["duration_ms"] == 0 for r in vision)
+    after = [r for r in rows if r["media_start_ms"] >= 5300]
+    assert audio_rows(after) and audio_rows(after)[0]["media_start_ms"] == 5300
+    # the server saw exactly what the client recorded, VISION units included
+    assert [r["event_id"] for r in accepted] == [r["event_id"] for r in rows]
+    assert [r["unit_kind"] for r in accepted] == [r["unit_kind"] for r in rows]
+    assert sent_frames(accepted) == sent_frames(rows)
+    assert result.ok and result.counts["units"]["VISION"] == 3
+
+
+async def test_mute_with_audio_required_sends_silent_fallback_units(
+    tmp_path: Path, tone_wav: Path
+) -> None:
+    async with ReferenceServer(engine="scripted", require_audio=True) as server:
+        result, _ = await live(
+            server, tmp_path, tone_wav, preset="minicpmo", duration_s=4.0,
+            actions=("1000:mute",), no_playback=True,
+        )  # fmt: skip
+        accepted = server.appends()
+    rows = result.timeline["appends"]  # type: ignore[index]
+    muted = [r for r in rows if r["media_start_ms"] >= 1000]
+    assert muted and all(r["fallback"] and r["is_speech"] is False for r in muted)
+    closing = [r for r in muted if r["unit_kind"]]
+    assert [(r["unit_kind"], r["audio_end_ms"]) for r in closing] == [
+        ("OMNI", 2000),
+        ("OMNI", 3000),
+        ("OMNI", 4000),
+    ]
+    assert all(r["frames"] for r in closing)
+    assert result.counts["fallback_units"] == 3
+    assert all(r["unit_kind"] != "VISION" for r in accepted)
+
+
+async def test_camera_off_sends_audio_only(tmp_path: Path, tone_wav: Path) -> None:
+    async with ReferenceServer(engine="scripted") as server:
+        result, _ = await live(
+            server, tmp_path, tone_wav, preset="minicpmo", duration_s=3.0,
+            actions=("1500:camera_off",), no_playback=True,
+        )  # fmt: skip
+    closing = [r for r in result.timeline["appends"] if r["unit_kind"]]  # type: ignore[index]
+    assert [(r["unit_kind"], r["audio_end_ms"]) for r in closing] == [
+        ("OMNI", 1000),
+        ("AUDIO", 2000),
+        ("AUDIO", 3000),
+    ]
+
+
+async def test_push_to_talk_without_uploaded_audio_does_not_commit(
+    tmp_path: Path, tone_wav: Path
+) -> None:
+    async with ReferenceServer(engine="scripted") as server:
+        result, _ = await live(
+            server, tmp_path, tone_wav, preset="minicpmo", turn="ptt", duration_s=4.0,
+            no_playback=True,
+            actions=("500:mute", "1000:talk_down", "2000:talk_up", "2500:unmute",
+                     "3000:talk_down", "3000:talk_up"),
+        )  # fmt: skip
+    assert result.timeline is not None and result.timeline["commits"] == []
+    assert audio_rows(result.timeline["appends"]) == []
+    assert result.ok and result.server_errors == []
+
+
+async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
+    tmp_path: Path,
+) -> None:
+    if speech_available():
+        from duplex_client.server.engine.tts import speech_pcm16
+
+        pcm = speech_pcm16("what color do you see", 16000, lead_ms=300, tail_ms=300)
+        server = ReferenceServer(profile="joyai", engine="speech")
+    else:
+        pcm = tone_pcm(2000)
+        server = ReferenceServer(engine="scripted")
+    wav = write_wav(tmp_path / "speech.wav", pcm)
+    held_ms = -(-len(pcm) // 32 // 20) * 20  # actions apply at 20 ms block boundaries
+    async with server:
+        result, sd = await live(
+            server, tmp_path, wav, turn="ptt", duration_s=held_ms / 1000 + 7.0,
+            actions=("100:talk_down", f"{held_ms}:talk_up"),
+        )  # fmt: skip
+    timeline = result.timeline
+    assert timeline is not None
+    (commit,) = timeline["commits"]
+    assert commit["acknowledged"] is not None and commit["error_code"] is None
+    assert commit["acknowledged"]["no_response"] is False
+    rows = audio_rows(timeline["appends"])
+    assert rows[0]["media_start_ms"] == 100 and rows[-1]["media_end_ms"] == held_ms
+    spoken = [d for d in result.decisions if d["decision"] == "speak"]
+    assert len(spoken) == 1 and spoken[0]["audio_ms"] > 0
+    # what the fake speaker rendered is the answer, and the acks say how much of it
+    assert result.counts["played_ms"] == spoken[0]["audio_ms"]
+    played = sd.outputs[0].played
+    assert any(played) and result.ok, result.error
+    assert result.latencies_ms["last_response_first_audio"] is not None
+
+
+@pytest.mark.skipif(not speech_available(), reason="needs the server extra (speech engine)")
+async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> None:
+    from duplex_client.server.engine.tts import speech_pcm16
+
+    first = speech_pcm16("what color do you see", 16000, lead_ms=300, tail_ms=1500)
+    second = speech_pcm16("tell me what color you see", 16000, tail_ms=2500)
+    wav = write_wav(tmp_path / "talk.wav", first + second)
+    async with ReferenceServer(profile="joyai", engine="speech") as server:
+        seconds = (len(first) + len(second)) / 32000 + 4
+        result, _ = await live(server, tmp_path, wav, turn="vad", duration_s=seconds)
+    assert result.ok, result.error
+    spoken = [d for d in result.decisions if d["decision"] == "speak"]
+    assert len(spoken) == 2, result.decisions
+    assert result.counts["interruptions"] == 1
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
+    acked = {
+        (e["event"]["response_id"], e["event"]["truncate"]): e["event"]["played_ms"]
+        for e in events
+        if e["type"] == "playback.acknowledged"
+    }
+    cut, whole = spoken
+    # the first answer was still queued when the second question began: cut short
+    assert acked[(cut["response_id"], True)] < cut["audio_ms"]
+    assert acked[(whole["response_id"], False)] == whole["audio_ms"]
+    timeline = result.timeline
+    assert timeline is not None and timeline["commits"] == []  # the server commits
+    assert [c["units_closed"] for c in timeline["server_commits"]] == [1, 1]
