@@ -310,6 +310,7 @@ class _LiveRun:
             self.client,
             mic,
             camera=camera,
+            camera_optional=o.camera is None and o.camera_file is None,
             player=player,
             turn=o.turn,
             controls=self.controls,

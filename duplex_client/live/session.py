@@ -50,6 +50,7 @@ class LiveSession:
         mic: AudioCapture,
         *,
         camera: FrameCapture | None = None,
+        camera_optional: bool = False,
         player: Player | None = None,
         turn: TurnMode = "model",
         controls: LiveControls | None = None,
@@ -70,6 +71,7 @@ class LiveSession:
         self.client = client
         self.mic = mic
         self.camera = camera
+        self.camera_optional = camera_optional
         self.player = player
         self.turn: TurnMode = turn
         self.controls = controls or LiveControls(clock=clock)
@@ -109,8 +111,8 @@ class LiveSession:
         ack_task: asyncio.Task[None] | None = None
         try:
             await self.mic.start()
+            self._start_camera()
             if self.camera is not None:
-                self.camera.start()
                 quality, max_side = self._jpeg
                 self.feed = CameraFeed(
                     self.camera,
@@ -129,6 +131,19 @@ class LiveSession:
         finally:
             self.progress.phase = "closing"
             await self._stop(ack_task)
+
+    def _start_camera(self) -> None:
+        """Start the camera; an optional one that is missing only warns (audio only)."""
+        if self.camera is None:
+            return
+        try:
+            self.camera.start()
+        except DeviceError as exc:
+            if not self.camera_optional:
+                raise
+            self.camera = None
+            self.progress.camera = None
+            self.progress.warn(f"{exc}: audio only")
 
     async def _stop(self, ack_task: asyncio.Task[None] | None) -> None:
         with contextlib.suppress(Exception):

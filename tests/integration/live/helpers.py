@@ -101,7 +101,6 @@ class Harness:
 
     async def feed(self, ms: int) -> None:
         """Capture `ms` of audio and wait until the session has framed it."""
-        target = len(self.session.append_ids)
         before = self.session.framer.media_samples if self.session.framer else 0
         self.mic.feed(ms)
         want = before + 16 * ms
@@ -110,7 +109,6 @@ class Harness:
             what=f"{ms} ms framed",
         )
         await asyncio.sleep(0.01)
-        del target
 
     async def render(self, ms: int) -> None:
         """Play `ms` of output and let the ack task look at it."""

@@ -189,3 +189,20 @@ async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> N
     timeline = result.timeline
     assert timeline is not None and timeline["commits"] == []  # the server commits
     assert [c["units_closed"] for c in timeline["server_commits"]] == [1, 1]
+
+
+async def test_camera_only_sends_one_vision_unit_per_second(tmp_path: Path, tone_wav: Path) -> None:
+    async with ReferenceServer(engine="scripted") as server:
+        result, _ = await live(
+            server, tmp_path, tone_wav, preset="minicpmo", no_mic=True, no_playback=True,
+            duration_s=2.0,
+        )  # fmt: skip
+        accepted = server.appends()
+    rows = result.timeline["appends"]  # type: ignore[index]
+    assert [(r["unit_kind"], r["unit_index"], r["media_end_ms"]) for r in rows] == [
+        ("VISION", 0, 1000),
+        ("VISION", 1, 2000),
+    ]
+    assert [r["unit_kind"] for r in accepted] == ["VISION", "VISION"]
+    assert result.timeline["audio_source"]["kind"] == "none"  # type: ignore[index]
+    assert result.timeline["video"]["kind"] == "camera"  # type: ignore[index]
