@@ -3,6 +3,7 @@
 from duplex_client.framing.clock import PACINGS, MediaClock, Pacing, SendTiming
 from duplex_client.framing.framer import Framer, FramingError
 from duplex_client.framing.invariants import check_timeline
+from duplex_client.framing.live import FrameFeed, LiveFramer
 from duplex_client.framing.plan import (
     DEFAULT_CHUNK_MS,
     SEGMENTS,
@@ -27,6 +28,7 @@ from duplex_client.framing.sources import (
 )
 from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME, InputTimeline
 from duplex_client.framing.units import UnitGrid, ms_to_samples, samples_to_ms
+from duplex_client.framing.writer import UnitWriter
 
 __all__ = [
     "BYTES_PER_SAMPLE",
@@ -40,6 +42,7 @@ __all__ = [
     "AudioVisualSource",
     "BytesPcmSource",
     "EncodedImage",
+    "FrameFeed",
     "FrameGroup",
     "FrameSampler",
     "Framer",
@@ -47,6 +50,7 @@ __all__ = [
     "FramingError",
     "FramingReport",
     "InputTimeline",
+    "LiveFramer",
     "MediaClock",
     "MediaInput",
     "Pacing",
@@ -57,6 +61,7 @@ __all__ = [
     "SoundtrackPolicy",
     "StreamPosition",
     "UnitGrid",
+    "UnitWriter",
     "check_timeline",
     "ms_to_samples",
     "samples_to_ms",

@@ -76,8 +76,8 @@ class PlaybackSync:
             for rid in self.player.active_ids():
                 self.fence(rid)
         fenced = self.client.tracker.fenced
-        for rid in self.player.active_ids():
-            if rid in fenced:  # superseded or cancelled by a client call
+        for rid in list(self._offsets):
+            if rid in fenced and rid not in self._fenced_at:  # superseded, or a client cancel
                 self.fence(rid)
 
     def _audio(self, rid: str) -> None:
@@ -111,7 +111,8 @@ class PlaybackSync:
             if active.response_id not in tracker.fenced:
                 with contextlib.suppress(DuplexSessionClosedError):
                     await self.client.cancel_response(active.response_id)
-            stopped = self.fence(active.response_id) or True
+            self.fence(active.response_id)
+            stopped = True
         for rid in self.player.active_ids():
             stopped = self.fence(rid) or stopped
         return stopped

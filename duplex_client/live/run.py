@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
@@ -280,8 +280,10 @@ class _LiveRun:
         self.progress = progress
         self.controls = controls
         self.devices = devices
+        # Played positions come from the player; without one, answers count as delivered.
+        policy: Literal["received", "manual"] = "received" if options.no_playback else "manual"
         self.client = DuplexClient(
-            url, model=options.model, config=config, api_key=options.api_key, ack_policy="manual"
+            url, model=options.model, config=config, api_key=options.api_key, ack_policy=policy
         )
         self.timeline = InputTimeline(
             model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"

@@ -95,6 +95,7 @@ class LiveSession:
         self._hold_samples = 0
         self._unit_sent_at: dict[int, float] = {}
         self._reference_at: float | None = None
+        self._speech_ended = False
         self._response_ref: dict[str, float] = {}
 
     # --- run ---
@@ -208,7 +209,7 @@ class LiveSession:
             self._run_schedule(block.start_sample * 1000 // INPUT_SAMPLE_RATE_HZ)
             if self.controls.take_interrupt():
                 await self._interrupt()
-            out += await self._turn_switches(framer)
+            await self._turn_switches(framer)
             framer.set_camera(self.feed if self.controls.camera_on else None)
             upload = self._upload_allowed()
             if upload and self.turn == "ptt" and framer.can_upload():
@@ -227,10 +228,10 @@ class LiveSession:
             _, action = self.schedule.pop(0)
             self.controls.apply(action)
 
-    async def _turn_switches(self, framer: LiveFramer) -> list[PlannedAppend]:
+    async def _turn_switches(self, framer: LiveFramer) -> None:
         """Push-to-talk edges: a press interrupts the assistant, a release commits the hold."""
         if self.turn != "ptt":
-            return []
+            return
         was, self._talking = self._talking, self.controls.talking()
         if self._talking and not was:
             self._hold_samples = 0
@@ -242,7 +243,6 @@ class LiveSession:
             if self._hold_samples > 0:
                 await self._commit(framer)
             self._hold_samples = 0
-        return []
 
     def _speaking(self) -> bool:
         active = self.client.tracker.active
@@ -299,7 +299,9 @@ class LiveSession:
     def _on_event(self, event: se.ServerEvent, received_at: float) -> None:
         if isinstance(event, se.InputAudioBufferCommitted):
             if event.client_event_id not in self.commit_ids:
-                self._reference_at = received_at
+                if not self._speech_ended:
+                    self._reference_at = received_at
+                self._speech_ended = False
                 if self.framer is not None and event.audio_end_ms is not None:
                     closed = self.framer.committed(ms_to_samples(event.audio_end_ms))
                     offset = self.clock.offset_ms(received_at) if self.clock.started else None
@@ -309,7 +311,7 @@ class LiveSession:
                         units_closed=closed,
                     )
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
-            self._reference_at = received_at
+            self._reference_at, self._speech_ended = received_at, True
         elif isinstance(event, se.InputAudioBufferSpeechStarted):
             self.progress.decision = "hearing you"
         elif isinstance(event, r.ResponseCreated) and event.response_id is not None:
@@ -330,7 +332,8 @@ class LiveSession:
     def _reference_for(self, unit_index: int | None) -> float:
         """When the input a response answers was complete: the later of the deciding
         unit's send and the last commit (or speech end)."""
-        refs = [t for t in (self._reference_at, self._unit_sent_at.get(unit_index or -1)) if t]
+        sent = None if unit_index is None else self._unit_sent_at.get(unit_index)
+        refs = [t for t in (self._reference_at, sent) if t is not None]
         return max(refs) if refs else self.clock.now()
 
     # --- display ---

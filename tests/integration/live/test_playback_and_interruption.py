@@ -166,3 +166,19 @@ async def test_echo_gate_stops_uploads_while_the_assistant_is_audible() -> None:
         await h.render(1100)
         await h.feed(400)
         assert len(audio_rows(h.session.timeline.appends)) > before
+
+
+async def test_a_superseding_response_clears_the_older_one() -> None:
+    async with ScriptedServer() as server, Harness(
+        server.url, config=presets.minicpmo_4_5(), turn="model"
+    ) as h:
+        await respond(server.peer, "resp_1", 1000, done=False)
+        await wait_for(lambda: h.player.queued_ms("resp_1") == 1000, what="audio 1")
+        await h.render(100)
+        await respond(server.peer, "resp_2", 300)
+        await wait_for(lambda: h.player.queued_ms("resp_2") == 300, what="audio 2")
+        assert h.player.queued_ms("resp_1") == 0
+        await h.render(400)
+        assert (h.player.played_ms("resp_1"), h.player.played_ms("resp_2")) == (100, 300)
+        await wait_for(lambda: acks(server.peer, "resp_1"), what="ack 1")
+        assert acks(server.peer, "resp_1")[-1]["truncate"] is True
