@@ -17,13 +17,14 @@ from typing import Any
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
 from duplex_client.client.responses import ResponseHandle
+from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.client.transport import redact_url
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
-from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.results import RunProgress, RunResult, handle_record
 
 PRESET_NAMES = ("minicpmo", "joyai", "aura", "none")
@@ -69,6 +70,9 @@ class RunOptions:
     timeout_s: float = 30.0
     require_audio: bool = False
     settle_s: float = 0.5
+    reconnect: bool = True
+    reconnect_attempts: int = 5
+    handshake_timeout_s: float = 30.0
 
     def validate(self) -> None:
         """Raise `UsageError` with a one-line message for any invalid combination."""
@@ -85,6 +89,14 @@ class RunOptions:
             (self.stack_frames >= 1, f"--stack-frames must be >= 1, got {self.stack_frames}"),
             (self.frame_max_side >= 0, f"--frame-max-side must be >= 0, got {self.frame_max_side}"),
             (self.timeout_s > 0, f"--timeout-s must be positive, got {self.timeout_s}"),
+            (
+                self.reconnect_attempts >= 1,
+                f"--reconnect-attempts must be >= 1, got {self.reconnect_attempts}",
+            ),
+            (
+                self.handshake_timeout_s > 0,
+                f"--handshake-timeout-s must be positive, got {self.handshake_timeout_s}",
+            ),
             (self.preset in PRESET_NAMES, f"--preset must be one of {', '.join(PRESET_NAMES)}"),
             (self.soundtrack in SOUNDTRACK_POLICIES, "--soundtrack must be trim, pad or full"),
             (self.sliding_window in (None, *WINDOW_MODES), "--sliding-window: off, basic, context"),
@@ -94,6 +106,10 @@ class RunOptions:
                 raise UsageError(message)
         if self.input_image and not self.input_audio and self.tail_silence_s <= 0:
             raise UsageError("an image alone has no length: add --input-audio or --tail-silence-s")
+
+    def reconnect_policy(self) -> ReconnectPolicy | None:
+        """The client's reconnect policy (None with `reconnect=False`)."""
+        return ReconnectPolicy(attempts=self.reconnect_attempts) if self.reconnect else None
 
     def session_config(self) -> SessionConfig:
         """The session config: `config` if given, else the preset plus the options."""
@@ -216,6 +232,11 @@ async def run_stream(
             closer.close()
 
 
+def _dropped(reason: str | None) -> bool:
+    """Whether a session ended because its socket dropped."""
+    return reason is not None and reason.startswith("disconnect")
+
+
 def _source_ms(source: AudioVisualSource) -> int:
     """How long the input lasts on the media clock (audio if any, else the video)."""
     if source.audio is not None:
@@ -239,7 +260,14 @@ class _Run:
         self.source = source
         self.bundle = bundle
         self.progress = progress or RunProgress()
-        self.client = DuplexClient(url, model=options.model, config=config, api_key=options.api_key)
+        self.client = DuplexClient(
+            url,
+            model=options.model,
+            config=config,
+            api_key=options.api_key,
+            handshake_timeout=options.handshake_timeout_s,
+            reconnect=options.reconnect_policy(),
+        )
         self.timeline = InputTimeline(
             model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
         )
@@ -272,13 +300,21 @@ class _Run:
             )
             raise
         except DuplexClientError as exc:
-            result.error = str(exc)
+            result.error = self._explain(exc)
         finally:
             ticker.cancel()
             await self._close()
             self._complete(result, started)
             self.bundle.finish(result.to_dict())
         return result
+
+    def _explain(self, exc: DuplexClientError) -> str:
+        """The failure, with the server's own errors when it ended the session."""
+        message = str(exc)
+        said = [f"{e.code}: {e.error.message}" for e in self.client.errors if e.code]
+        if said and isinstance(exc, DuplexSessionClosedError):
+            message += f"; server reported {'; '.join(said)}"
+        return message
 
     async def _session(self) -> None:
         client = self.client
@@ -390,10 +426,17 @@ class _Run:
             "listen": sum(1 for h in handles if h.decision == "listen"),
             "events": self.bundle.event_count,
             "output_audio_ms": self.bundle.output_ms,
+            "reconnects": len(client.reconnects),
+            "resent_appends": totals["resends"],
         }
         result.latencies_ms = self._latencies()
         self._judge(result, handles)
+        if result.error and not self.options.reconnect and _dropped(client.closed_reason):
+            result.error += " (the connection dropped and reconnection is off: --no-reconnect)"
         result.timeline = self.timeline.to_dict()
+        if client.session_id is not None:
+            with contextlib.suppress(OSError):
+                self.bundle.write_session(client, url=client.url)  # final attachment generation
 
     def _latencies(self) -> dict[str, float | None]:
         def ms(t: float | None) -> float | None:

@@ -77,6 +77,13 @@ def stream_command(
     require_audio: Annotated[
         bool, Opt(help="Embedded server: require audio in every unit (fallback units).")
     ] = False,
+    no_reconnect: Annotated[
+        bool, Opt(help="Do not reconnect and resume after a dropped connection.")
+    ] = False,
+    reconnect_attempts: Annotated[
+        int, Opt(help="Reconnect attempts after a drop (jittered exponential backoff).")
+    ] = 5,
+    handshake_timeout_s: Annotated[float, Opt(help="Seconds to wait for session.created.")] = 30.0,
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON on stdout.")] = False,
     quiet: Annotated[bool, Opt("-q", "--quiet", help="No display and no summary.")] = False,
     verbose: Annotated[bool, Opt("-v", "--verbose", help="Log protocol activity.")] = False,
@@ -114,6 +121,9 @@ def stream_command(
         output_dir=output_dir,
         timeout_s=timeout_s,
         require_audio=require_audio,
+        reconnect=not no_reconnect,
+        reconnect_attempts=reconnect_attempts,
+        handshake_timeout_s=handshake_timeout_s,
     )
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     show = sys.stdout.isatty() and not json_output and not quiet
@@ -139,5 +149,28 @@ def _report(result: RunResult, *, json_output: bool, quiet: bool, err: Console) 
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
     elif not quiet:
         print_summary(Console(highlight=False), result)
+    for line in reconnect_lines(result):
+        err.print(line)
     if not result.ok:
         err.print(f"[red]failed[/]: {result.error} (bundle: {result.bundle_dir})")
+
+
+def reconnect_lines(result: RunResult) -> list[str]:
+    """One stderr line per reconnection of the run (drops survived or not)."""
+    rows = (result.timeline or {}).get("reconnects") or []
+    lines = []
+    for row in rows:
+        started = row["started_offset_ms"] / 1000
+        if row["outcome"] == "failed":
+            lines.append(
+                f"[red]connection lost[/] at {started:.1f} s: not resumed after "
+                f"{row['attempts']} attempt(s)"
+            )
+            continue
+        gap = (row["resumed_offset_ms"] - row["started_offset_ms"]) / 1000
+        note = " (replay gap: resync required)" if row["outcome"] == "resync_required" else ""
+        lines.append(
+            f"[yellow]reconnected[/]: connection lost at {started:.1f} s, resumed {gap:.2f} s "
+            f"later (attempt {row['attempts']}), {row['resent_appends']} append(s) resent{note}"
+        )
+    return lines

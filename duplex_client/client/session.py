@@ -1,4 +1,4 @@
-"""The session client: handshake, typed input API, one reader task, acks and heartbeat."""
+"""The session client: handshake, typed input API, one reader task, acks, heartbeat, resume."""
 
 from __future__ import annotations
 
@@ -7,35 +7,38 @@ import contextlib
 import logging
 import ssl as ssl_module
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from duplex_client.client.config import SessionConfig
+from duplex_client.client.inputs import BYTES_PER_SAMPLE, AckPolicy, InputMethods
+from duplex_client.client.inputs import PcmArray as PcmArray
+from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE, Broadcaster, DropOldestQueue
 from duplex_client.client.queues import Subscription as Subscription
 from duplex_client.client.responses import ResponseHandle, ResponseTracker
+from duplex_client.client.resume import (
+    ReconnectListener,
+    ReconnectPolicy,
+    ReconnectReport,
+    ResumeFailed,
+    resume_attempts,
+)
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.transport import Transport, TransportClosed, WebSocketTransport, build_url
+from duplex_client.client.waiters import Outcomes
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.protocol.codec import CodecError, b64encode, dumps, encode_image, loads
-from duplex_client.protocol.errors import (
-    DuplexConnectionError,
-    DuplexProtocolError,
-    DuplexSessionClosedError,
-)
+from duplex_client.protocol.codec import CodecError, loads
+from duplex_client.protocol.errors import DuplexSessionClosedError
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, parse_server_event
+from duplex_client.protocol.response_events import ConnectionResumed
 
 log = logging.getLogger("duplex_client")
-
-_BYTES_PER_SAMPLE = {"pcm16": 2, "pcm_s16le": 2, "s16le": 2, "pcm_f32le": 4}
-AckPolicy = Literal["received", "manual"]
-#: How many settled request outcomes are kept for waiters that arrive late.
-_SETTLED_CACHE = 256
 
 
 class EventListener(Protocol):
@@ -46,40 +49,7 @@ class EventListener(Protocol):
         ...
 
 
-class PcmArray(Protocol):
-    """The part of a numpy array `append_input` uses (numpy is not imported here)."""
-
-    @property
-    def dtype(self) -> Any:
-        """Element type."""
-        ...
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        ...
-
-    def tobytes(self) -> bytes:
-        """Raw bytes."""
-        ...
-
-
-def _pcm_bytes(pcm: bytes | bytearray | memoryview | PcmArray | None, width: int) -> bytes:
-    if pcm is None:
-        return b""
-    if isinstance(pcm, bytes | bytearray | memoryview):
-        data = bytes(pcm)
-    else:
-        expected = "int16" if width == 2 else "float32"
-        if str(pcm.dtype) != expected or pcm.ndim != 1:
-            raise ValueError(f"pcm array must be 1-D {expected}, got {pcm.ndim}-D {pcm.dtype}")
-        data = pcm.tobytes()
-    if len(data) % width:
-        raise ValueError(f"pcm length {len(data)} is not a multiple of the sample width {width}")
-    return data
-
-
-class DuplexClientBase:
+class DuplexClientBase(InputMethods):
     """Transport-neutral session logic; `open()` runs the handshake over a connected transport."""
 
     def __init__(
@@ -92,6 +62,7 @@ class DuplexClientBase:
         heartbeat_interval_s: float | None = 30.0,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         ack_policy: AckPolicy = "received",
+        reconnect: ReconnectPolicy | bool | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
@@ -100,6 +71,7 @@ class DuplexClientBase:
         self.close_timeout = close_timeout
         self.heartbeat_interval_s = heartbeat_interval_s
         self.ack_policy: AckPolicy = ack_policy
+        self.reconnect_policy = ReconnectPolicy() if reconnect is True else (reconnect or None)
         self.clock = clock
         self.session_id: str | None = None
         self.session: dict[str, Any] = {}
@@ -107,21 +79,27 @@ class DuplexClientBase:
         self.attachment_generation: int | None = None
         self.last_server_event_seq = 0
         self.errors: list[se.ErrorEvent] = []
+        self.reconnects: list[ReconnectReport] = []
         self.closed_reason: str | None = None
         self._resume_token: str | None = None
-        self._transport: Transport | None = None
-        self._width = _BYTES_PER_SAMPLE.get(self.config.input_audio_format, 2)
+        self._connect_again: Callable[[], Awaitable[Transport]] | None = None
+        self._width = BYTES_PER_SAMPLE.get(self.config.input_audio_format, 2)
         self._rate = self.config.input_sample_rate_hz
         self._samples = 0
         self._events: Broadcaster[se.ServerEvent] = Broadcaster(queue_size)
         self._decided: DropOldestQueue[ResponseHandle] = DropOldestQueue(queue_size)
         self._listeners: list[EventListener] = []
-        self._pending: dict[str, asyncio.Future[se.ServerEvent]] = {}
-        self._settled: dict[str, se.ServerEvent] = {}
+        self._reconnect_listeners: list[ReconnectListener] = []
+        self._outcomes = Outcomes()
         self._terminal = False
         self._closing = False
         self._finished = asyncio.Event()
-        self._send_lock = asyncio.Lock()
+        self._link = Link(
+            self._finished,
+            self._check_usable,
+            clock,
+            max_queued_bytes=(self.reconnect_policy or ReconnectPolicy()).max_queued_bytes,
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._ack_task: asyncio.Task[None] | None = None
         self._last_stream: StreamResult | None = None
@@ -146,60 +124,52 @@ class DuplexClientBase:
 
     @property
     def is_open(self) -> bool:
-        """Whether the session is usable for sending."""
-        return self._transport is not None and not self._terminal and not self._finished.is_set()
+        """Whether the session is usable for sending (also while it is being resumed)."""
+        return (
+            self._link.transport is not None and not self._terminal and not self._finished.is_set()
+        )
+
+    @property
+    def connected(self) -> bool:
+        """Whether a socket is attached right now (False while reconnecting)."""
+        return self.is_open and self._link.connected
+
+    @property
+    def _resumable(self) -> bool:
+        """Whether a drop is answered by reconnecting (policy, factory, id and token)."""
+        return (
+            self.reconnect_policy is not None
+            and self._connect_again is not None
+            and self.session_id is not None
+            and self._resume_token is not None
+        )
 
     # --- handshake ---
 
-    async def open(self, transport: Transport) -> se.SessionCreated:
-        """Send `session.update`, wait for `session.created`, then start the reader task."""
-        self._transport = transport
+    async def open(
+        self,
+        transport: Transport,
+        *,
+        reconnect_with: Callable[[], Awaitable[Transport]] | None = None,
+    ) -> se.SessionCreated:
+        """Send `session.update`, wait for `session.created`, then start the reader task.
+
+        `reconnect_with` opens a new transport for resuming after a drop (with a policy).
+        """
         update = ce.SessionUpdate(session=self.config.to_session(self.model))
-        try:
-            await transport.send(dumps(update.to_dict()))
-            created = await asyncio.wait_for(self._await_created(), self.handshake_timeout)
-        except TimeoutError:
-            await transport.close()
-            raise DuplexProtocolError(
-                f"no session.created within {self.handshake_timeout:g} s of session.update"
-            ) from None
-        except TransportClosed as exc:
-            await transport.close()
-            raise DuplexConnectionError(f"connection closed during the handshake: {exc}") from None
-        except BaseException:
-            await transport.close()
-            raise
-        caps = created.capabilities
-        if caps is None:
-            await transport.close()
-            raise DuplexProtocolError(
-                "endpoint is not a duplex handler: session.created has no capabilities"
-            )
+        created, caps = await handshake(transport, update, self.handshake_timeout)
         self.capabilities = caps
         self.session = created.session
         self.session_id = created.session_id
         self._resume_token = created.resume_token
         self.attachment_generation = created.attachment_generation
+        self._connect_again = reconnect_with
+        self._link.attach(transport, ready=True)
         self._notify(created)
         self._tasks.append(asyncio.create_task(self._read_loop(), name="duplex-reader"))
         if self.heartbeat_interval_s:
             self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="duplex-heartbeat"))
         return created
-
-    async def _await_created(self) -> se.SessionCreated:
-        assert self._transport is not None
-        while True:
-            data = await self._transport.recv()
-            if not isinstance(data, str):
-                continue  # binary frames are ignored
-            try:
-                event = parse_server_event(loads(data))
-            except CodecError:
-                continue
-            if isinstance(event, se.ErrorEvent):
-                raise DuplexProtocolError.from_error(event.error, event.raw)
-            if isinstance(event, se.SessionCreated):
-                return event
 
     # --- sending ---
 
@@ -208,161 +178,13 @@ class DuplexClientBase:
         return event.event_id
 
     async def _send_dict(self, payload: dict[str, Any]) -> None:
-        if self._transport is None:
+        await self._link.send(payload, resumable=self._resumable)
+
+    def _check_usable(self) -> None:
+        if self._link.transport is None:
             raise DuplexSessionClosedError("not connected")
         if self._terminal or self._finished.is_set():
             raise DuplexSessionClosedError(self.closed_reason or "closed")
-        data = dumps(payload)
-        async with self._send_lock:
-            try:
-                await self._transport.send(data)
-            except TransportClosed as exc:
-                raise DuplexSessionClosedError(f"connection lost ({exc})") from None
-
-    async def append_input(
-        self,
-        pcm: bytes | bytearray | memoryview | PcmArray | None = None,
-        *,
-        video_frames: Sequence[bytes | str] = (),
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
-    ) -> str:
-        """Append PCM and/or frames; empty PCM with frames is a VISION unit. Returns the id."""
-        data = _pcm_bytes(pcm, self._width)
-        frames = tuple(encode_image(f) for f in video_frames)
-        if not data and not frames:
-            raise ValueError("an append needs audio, video frames or both")
-        if len(frames) > self.capabilities.max_frames_per_append:
-            raise ValueError(
-                f"{len(frames)} frames exceed max_frames_per_append="
-                f"{self.capabilities.max_frames_per_append}"
-            )
-        if any(not f for f in frames):
-            raise ValueError("video frames must be non-empty")
-        samples = len(data) // self._width
-        total = self._samples + samples
-        event = ce.InputAudioBufferAppend(
-            audio=b64encode(data) if data else "",
-            duration_ms=round(samples * 1000 / self._rate),
-            audio_end_ms=round(total * 1000 / self._rate),
-            video_frames=frames,
-            format=self.config.input_audio_format if data else None,
-            sample_rate_hz=self._rate if data else None,
-            is_speech=is_speech if data or is_speech is not None else False,
-            media_start_ms=media_start_ms,
-            media_end_ms=media_end_ms,
-            unit_index=unit_index,
-        )
-        await self._send(event)
-        self._samples = total
-        return event.event_id
-
-    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
-        """Seal the turn (`final=False`: flush whole units only). Acks finished responses first."""
-        await self._ack_finished()
-        return await self._send(
-            ce.InputAudioBufferCommit(final=final, response_create=create_response)
-        )
-
-    async def create_response(self, **options: Any) -> str:
-        """Ask for a response; options go into `response` (modalities, instructions, ...)."""
-        return await self._send(ce.ResponseCreate(response=dict(options)))
-
-    async def cancel_response(self, response_id: str | None = None) -> str:
-        """Cancel a response (default: the active one); its audio is fenced at once."""
-        target = response_id or (self.tracker.active.response_id if self.tracker.active else None)
-        self.tracker.fence(target)
-        return await self._send(ce.ResponseCancel(response_id=response_id))
-
-    async def clear_output_audio(self, response_id: str | None = None) -> str:
-        """Ask the server to stop sending a response's audio; it is fenced at once."""
-        target = response_id or (self.tracker.active.response_id if self.tracker.active else None)
-        self.tracker.fence(target)
-        return await self._send(ce.OutputAudioBufferClear(response_id=response_id))
-
-    async def clear_input(self) -> str:
-        """Drop the server's buffered input (`input_audio_buffer.clear`)."""
-        return await self._send(ce.InputAudioBufferClear())
-
-    async def ack_playback(
-        self,
-        played_ms: int,
-        *,
-        response_id: str,
-        committed_ms: int | None = None,
-        truncate: bool = False,
-    ) -> str | None:
-        """Report audio actually played; None (nothing sent) if the server takes no acks."""
-        if not self.capabilities.supports_playback_ack:
-            return None
-        handle = self.tracker.handles.get(response_id)
-        played = int(played_ms)
-        if handle is not None:
-            played = max(played, handle.acked_ms or 0)
-            handle.played_ms = played
-            handle.acked_ms = played
-        event = ce.PlaybackAck(
-            response_id=response_id, played_ms=played, committed_ms=committed_ms, truncate=truncate
-        )
-        return await self._send(event)
-
-    async def _ack_finished(self) -> None:
-        """Ack-before-commit: every finished response not yet acked is acked now (§7)."""
-        if not self.capabilities.supports_playback_ack:
-            return
-        for handle in self.tracker.finished:
-            if handle.response_id is None or handle.acked_ms is not None:
-                continue
-            played = handle.audio_ms if self.ack_policy == "received" else handle.played_ms
-            await self.ack_playback(played, response_id=handle.response_id, truncate=handle.fenced)
-
-    async def send_raw(self, event: dict[str, Any]) -> str | None:
-        """Send any event object as is (escape hatch); returns its `event_id` if it has one."""
-        await self._send_dict(event)
-        eid = event.get("event_id")
-        return eid if isinstance(eid, str) else None
-
-    async def wait_committed(
-        self, event_id: str, timeout: float | None = None
-    ) -> se.InputAudioBufferCommitted:
-        """Wait for the acknowledgement of a commit; an error echoing its id raises."""
-        result = await asyncio.wait_for(self._future_for(event_id), timeout)
-        assert isinstance(result, se.InputAudioBufferCommitted)
-        return result
-
-    def _future_for(self, event_id: str) -> asyncio.Future[se.ServerEvent]:
-        fut = self._pending.get(event_id)
-        if fut is None:
-            fut = asyncio.get_running_loop().create_future()
-            settled = self._settled.pop(event_id, None)
-            if settled is not None:
-                self._resolve(fut, settled)
-            elif self._finished.is_set():
-                fut.set_exception(DuplexSessionClosedError(self.closed_reason or "closed"))
-            else:
-                self._pending[event_id] = fut
-        return fut
-
-    def _settle(self, event_id: str, event: se.ServerEvent) -> None:
-        """Resolve a waiter for `event_id`, or remember the outcome for a later waiter."""
-        fut = self._pending.pop(event_id, None)
-        if fut is not None:
-            self._resolve(fut, event)
-            return
-        self._settled[event_id] = event
-        while len(self._settled) > _SETTLED_CACHE:
-            self._settled.pop(next(iter(self._settled)))
-
-    @staticmethod
-    def _resolve(fut: asyncio.Future[se.ServerEvent], event: se.ServerEvent) -> None:
-        if fut.done():
-            return
-        if isinstance(event, se.ErrorEvent):
-            fut.set_exception(DuplexProtocolError.from_error(event.error, event.raw))
-        else:
-            fut.set_result(event)
 
     async def stream(self, source: Source = None, **options: Any) -> StreamResult:
         """Stream PCM/frames on the media clock (`client.streaming.stream` options).
@@ -393,6 +215,11 @@ class DuplexClientBase:
         """Observe every server event synchronously in arrival order (for recorders)."""
         self._listeners.append(listener)
 
+    def add_reconnect_listener(self, listener: ReconnectListener) -> None:
+        """Observe each reconnection when it ends (and again if its outcome changes)."""
+        if listener not in self._reconnect_listeners:
+            self._reconnect_listeners.append(listener)
+
     def _notify(self, event: se.ServerEvent) -> None:
         now = self.clock()
         for listener in self._listeners:
@@ -402,14 +229,36 @@ class DuplexClientBase:
                 log.exception("event listener failed")
         self._events.publish(event)
 
+    def _report(self, report: ReconnectReport) -> None:
+        for listener in self._reconnect_listeners:
+            try:
+                listener(report)
+            except Exception:
+                log.exception("reconnect listener failed")
+
     # --- reader ---
 
     async def _read_loop(self) -> None:
-        assert self._transport is not None
         reason = "disconnect"
         try:
             while True:
-                data = await self._transport.recv()
+                transport = self._link.transport
+                assert transport is not None
+                try:
+                    data = await transport.recv()
+                except TransportClosed as exc:
+                    if self._closing:
+                        if self.closed_reason is None:
+                            reason = "client_close"
+                        break
+                    reason = "disconnect" if exc.code is None else f"disconnect ({exc.code})"
+                    if not self._resumable:
+                        break
+                    failure = await self._reconnect(reason)
+                    if failure is None:
+                        continue
+                    reason = failure
+                    break
                 if not isinstance(data, str):
                     continue
                 try:
@@ -421,11 +270,6 @@ class DuplexClientBase:
                 if self._dispatch(event):
                     reason = self.closed_reason or event.type
                     break
-        except TransportClosed as exc:
-            if self._closing and self.closed_reason is None:
-                reason = "client_close"
-            elif exc.code is not None:
-                reason = f"disconnect ({exc.code})"
         finally:
             self._finish(reason)
 
@@ -444,9 +288,13 @@ class DuplexClientBase:
         elif isinstance(event, se.ErrorEvent):
             self.errors.append(event)
             if event.error.event_id:
-                self._settle(event.error.event_id, event)
+                self._outcomes.settle(event.error.event_id, event)
+                self._link.outbox.discard(event.error.event_id)
         elif isinstance(event, se.InputAudioBufferCommitted) and event.client_event_id:
-            self._settle(event.client_event_id, event)
+            self._outcomes.settle(event.client_event_id, event)
+            self._link.outbox.confirm(event.client_event_id)
+        elif isinstance(event, se.SessionResyncRequired):
+            self._resync(event)
         self.tracker.feed(event)
         if terminal:
             self._terminal = True
@@ -454,6 +302,65 @@ class DuplexClientBase:
             self.closed_reason = reason if isinstance(reason, str) else event.type
         self._notify(event)
         return terminal
+
+    def _resync(self, event: se.SessionResyncRequired) -> None:
+        """No resume guarantees any more: forget the token and the resend outbox (§9.3)."""
+        self._resume_token = None
+        self._link.outbox.clear()
+        last = self.reconnects[-1] if self.reconnects else None
+        if event.reason == "journal_gap" and last is not None and last.outcome == "resumed":
+            last.outcome = "resync_required"
+            self._report(last)
+
+    # --- reconnect and resume ---
+
+    def _resume_event(self) -> ce.SessionResume:
+        assert self.session_id is not None and self._resume_token is not None
+        return ce.SessionResume(
+            session_id=self.session_id,
+            resume_token=self._resume_token,
+            last_received_server_event_seq=self.last_server_event_seq,
+        )
+
+    async def _reconnect(self, cause: str) -> str | None:
+        """Resume on a new socket (§9.3); None on success, else why the session ended."""
+        assert self.reconnect_policy is not None and self._connect_again is not None
+        self._link.detach()
+        old = self._link.transport
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.close()
+        report = ReconnectReport(index=len(self.reconnects), started_at=self.clock(), cause=cause)
+        self.reconnects.append(report)
+        log.info("connection lost (%s); reconnecting", cause)
+        try:
+            got = await resume_attempts(
+                self.reconnect_policy, self._connect_again, self._resume_event
+            )
+        except ResumeFailed as exc:
+            if exc.code is not None:
+                self._resume_token = None
+            report.ended_at, report.attempts = self.clock(), exc.attempts
+            report.outcome, report.error = "failed", str(exc)
+            self._report(report)
+            return f"{cause}; {exc}"
+        resumed = got.event
+        self._link.attach(got.transport, ready=False)
+        if resumed.resume_token:
+            self._resume_token = resumed.resume_token
+        if resumed.attachment_generation is not None:
+            self.attachment_generation = resumed.attachment_generation
+        report.ended_at, report.attempts, report.outcome = self.clock(), got.attempt, "resumed"
+        raw = {"type": ConnectionResumed.TYPE, "attempt": got.attempt}
+        self._notify(ConnectionResumed.from_raw(raw))
+        self._dispatch(resumed)
+        await self._link.flush(resumed.input, report)
+        if report.unresolved:
+            log.warning("resume: %d input event(s) may be lost", report.unresolved)
+        self._report(report)
+        return None
+
+    # --- acks, heartbeat, end ---
 
     def _schedule_ack(self) -> None:
         if self._ack_task is None or self._ack_task.done():
@@ -486,10 +393,7 @@ class DuplexClientBase:
         self.tracker.close(self.closed_reason)
         self._decided.close()
         self._events.close()
-        for fut in self._pending.values():
-            if not fut.done():
-                fut.set_exception(DuplexSessionClosedError(self.closed_reason))
-        self._pending.clear()
+        self._outcomes.close(self.closed_reason)
 
     async def wait_closed(self, timeout: float | None = None) -> str:
         """Wait until the session ended; returns the reason."""
@@ -497,16 +401,21 @@ class DuplexClientBase:
         return self.closed_reason or "closed"
 
     async def close(self, reason: str | None = None) -> None:
-        """`session.close`, wait for `session.closed` (up to `close_timeout`), close the socket."""
-        if self._transport is None:
+        """`session.close`, wait for `session.closed` (up to `close_timeout`), close the socket.
+
+        While a resume is in progress the close waits for it (also up to `close_timeout`).
+        """
+        if self._link.transport is None:
             return
         if not self._finished.is_set() and not self._terminal:
             self._closing = True
-            with contextlib.suppress(DuplexSessionClosedError):
-                await self._send(ce.SessionClose(reason=reason))
+            with contextlib.suppress(DuplexSessionClosedError, TimeoutError):
+                await asyncio.wait_for(
+                    self._send(ce.SessionClose(reason=reason)), self.close_timeout
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._finished.wait(), self.close_timeout)
-        await self._transport.close()
+        await self._link.transport.close()
         self._finish("client_close")
         current = asyncio.current_task()
         tasks = [t for t in (*self._tasks, self._ack_task) if t is not None and t is not current]
@@ -516,7 +425,10 @@ class DuplexClientBase:
 
 
 class DuplexClient(DuplexClientBase):
-    """Async context manager over a real WebSocket session (protocol.md §2–§3)."""
+    """Async context manager over a real WebSocket session (protocol.md §2–§3, §9.3).
+
+    `reconnect=True` (or a `ReconnectPolicy`) resumes the session after a dropped socket.
+    """
 
     def __init__(
         self,
@@ -537,16 +449,19 @@ class DuplexClient(DuplexClientBase):
         self._open_timeout = open_timeout
         self._proxy = proxy
 
-    async def connect(self) -> se.SessionCreated:
-        """Open the socket and run the handshake."""
-        transport = await WebSocketTransport.connect(
+    async def _open_transport(self) -> Transport:
+        return await WebSocketTransport.connect(
             self.url,
             api_key=self._api_key,
             ssl=self._ssl,
             open_timeout=self._open_timeout,
             proxy=self._proxy,
         )
-        return await self.open(transport)
+
+    async def connect(self) -> se.SessionCreated:
+        """Open the socket and run the handshake."""
+        transport = await self._open_transport()
+        return await self.open(transport, reconnect_with=self._open_transport)
 
     async def __aenter__(self) -> DuplexClient:
         await self.connect()

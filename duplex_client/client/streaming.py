@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.framer import Framer
 from duplex_client.framing.plan import (
@@ -70,6 +72,78 @@ class StreamTarget(Protocol):
 @runtime_checkable
 class _Listenable(Protocol):
     def add_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
+
+
+@runtime_checkable
+class _Reconnecting(Protocol):
+    def add_reconnect_listener(self, listener: ReconnectListener) -> None: ...
+
+
+class TimelineReconnects:
+    """Writes a client's reconnections into a timeline: `reconnects` rows, resends, late sends.
+
+    Appends written before a drop and sent again after the resume get a `resends` entry
+    (`attempt`: the reconnect attempt that resumed); appends queued while disconnected keep
+    their deadline and get the time they really left as `sent_offset_ms` (lateness included).
+    """
+
+    def __init__(self, timeline: InputTimeline) -> None:
+        self.timeline = timeline
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._applied: dict[int, int] = {}
+
+    def __call__(self, report: ReconnectReport) -> None:
+        """Record (or update) one report; called when a reconnection ends or changes outcome."""
+        clock = self.timeline.clock
+        if clock is None or not clock.started:
+            return
+        done = self._applied.get(report.index, 0)
+        for delivery in report.deliveries[done:]:
+            at = clock.offset_ms(delivery.sent_at)
+            if delivery.resend:
+                self.timeline.add_resend(delivery.event_id, at, report.attempts)
+            else:
+                self._sent_late(delivery.event_id, at)
+        self._applied[report.index] = len(report.deliveries)
+        resumed = None
+        if report.outcome != "failed" and report.ended_at is not None:
+            resumed = clock.offset_ms(report.ended_at)
+        row = self.timeline.add_reconnect(
+            started_offset_ms=clock.offset_ms(report.started_at),
+            resumed_offset_ms=resumed,
+            attempts=report.attempts,
+            outcome=report.outcome or "failed",
+            resent_appends=report.resent_appends,
+        )
+        earlier = self._rows.get(report.index)
+        if earlier is not None:  # an update: keep one row per reconnection
+            self.timeline.reconnects.pop()  # the row just added
+            earlier.update(row)
+        else:
+            self._rows[report.index] = row
+
+    def _sent_late(self, event_id: str, at: float) -> None:
+        rows = [*reversed(self.timeline.appends), *reversed(self.timeline.commits)]
+        row = next((r for r in rows if r["event_id"] == event_id), None)
+        if row is None:
+            return
+        row["sent_offset_ms"] = at
+        scheduled = row.get("scheduled_offset_ms")
+        if "lateness_ms" in row and scheduled is not None:
+            row["lateness_ms"] = round(max(0.0, at - scheduled), 3)
+
+
+_RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def reconnect_recorder(timeline: InputTimeline) -> TimelineReconnects:
+    """The one recorder of a timeline (registering it twice with a client is harmless)."""
+    recorder = _RECORDERS.get(timeline)
+    if recorder is None:
+        recorder = _RECORDERS[timeline] = TimelineReconnects(timeline)
+    return recorder
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +317,8 @@ def _prepare_timeline(
     timeline.clock = clock
     if isinstance(target, _Listenable):
         timeline.listen_to(target)
+    if isinstance(target, _Reconnecting):
+        target.add_reconnect_listener(reconnect_recorder(timeline))
     first = timeline.chunk_ms is None
     if first:
         timeline.set_unit_grid(config.grid, caps, source="override" if grid else None)

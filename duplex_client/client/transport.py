@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl as ssl_module
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -116,14 +117,16 @@ class WebSocketTransport:
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
-            hint = " (wrong or missing API key)" if status == 401 else ""
             raise DuplexConnectionError(
-                f"{target}: server rejected the WebSocket upgrade with HTTP {status}{hint}"
+                f"{target}: server rejected the WebSocket upgrade with HTTP {status}"
+                f"{_STATUS_HINTS.get(status, _status_hint(status))}"
             ) from None
         except TimeoutError:
             raise DuplexConnectionError(f"{target}: timed out opening the connection") from None
         except (OSError, WebSocketException) as exc:
-            raise DuplexConnectionError(f"{target}: cannot connect ({exc})") from None
+            raise DuplexConnectionError(
+                f"{target}: cannot connect: {_describe(exc, url)}"
+            ) from None
         return cls(conn)
 
     async def send(self, data: bytes) -> None:
@@ -147,6 +150,42 @@ class WebSocketTransport:
     async def close(self) -> None:
         """Close with code 1000."""
         await self._conn.close()
+
+
+_STATUS_HINTS = {
+    401: " (wrong or missing API key)",
+    403: " (forbidden)",
+    404: " (no WebSocket endpoint at this path)",
+}
+
+
+def _status_hint(status: int) -> str:
+    if status < 400:
+        return " (an HTTP endpoint, not a WebSocket one)"
+    return " (server error)" if status >= 500 else ""
+
+
+def _describe(exc: BaseException, url: str) -> str:
+    """One line for a failed connection attempt."""
+    from websockets.exceptions import InvalidHandshake
+
+    tls = url.lower().startswith("wss:")
+    if isinstance(exc, ssl_module.SSLCertVerificationError):
+        return f"TLS certificate rejected ({exc.verify_message or exc.reason})"
+    if isinstance(exc, ssl_module.SSLError):
+        hint = " (is it a plain ws:// server?)" if tls else ""
+        return f"TLS handshake failed ({exc.reason or exc}){hint}"
+    if tls and isinstance(exc, ConnectionResetError | EOFError | ssl_module.SSLEOFError):
+        return (
+            "TLS handshake failed: the server dropped the connection (is it a plain ws:// server?)"
+        )
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (is the server running on that host and port?)"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve the host ({exc.strerror or exc})"
+    if isinstance(exc, InvalidHandshake):
+        return f"not a WebSocket server ({exc})"
+    return str(exc) or type(exc).__name__
 
 
 def _close_info(exc: Exception) -> tuple[int | None, str]:

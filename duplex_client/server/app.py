@@ -13,6 +13,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from duplex_client.protocol.codec import CodecError, loads
 from duplex_client.protocol.errors import ErrorCode
@@ -166,7 +167,11 @@ class ReferenceServer:
             return
         etype = event.get("type")
         if self.config.faults.created_delay_ms:
-            await asyncio.sleep(self.config.faults.created_delay_ms / 1000)
+            # the delay ends early when the client goes away (or the server stops)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ws.wait_closed(), self.config.faults.created_delay_ms / 1000)
+            if ws.state is State.CLOSED:
+                return
         now = asyncio.get_running_loop().time()
         if etype == "session.update" and not resume_only:
             session, outputs = self.registry.open(event, now)

@@ -116,6 +116,7 @@ class Runner:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._sent_total = 0
+        self._drops = 0
         self._timer = asyncio.create_task(self._timers())
 
     def now(self) -> float:
@@ -146,16 +147,23 @@ class Runner:
         self.deliver(self.session.handle(event, self.now()))
 
     def sent(self, att: Attachment, send: Send) -> None:
-        """Count sent events; the drop fault aborts the socket after N of them (once)."""
+        """Count sent events; the drop fault aborts the socket every N of them, K times."""
         self._sent_total += 1
         faults = self.session.faults
+        every = faults.drop_after_events
         if (
-            faults.drop_after_events is not None
-            and not self.session.drop_fault_used
-            and self._sent_total >= faults.drop_after_events
+            every is not None
+            and self._drops < faults.drop_times
+            and self._sent_total >= every * (self._drops + 1)
         ):
+            self._drops += 1
             self.session.drop_fault_used = True
-            log.info("session %s: fault: dropping the socket", self.session.session_id)
+            log.info(
+                "session %s: fault: dropping the socket (%d/%d)",
+                self.session.session_id,
+                self._drops,
+                faults.drop_times,
+            )
             att.ws.transport.abort()
 
     async def _timers(self) -> None:

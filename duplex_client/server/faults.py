@@ -20,8 +20,10 @@ class Faults:
     unit_latency_ms: int = 0
     #: unit_index → processing ms for that unit (slower than real time when > unit length).
     slow_units: dict[int, int] = field(default_factory=dict)
-    #: Drop (abort) the socket once the session has sent this many events; once per session.
+    #: Drop (abort) the socket each time the session has sent this many more events ...
     drop_after_events: int | None = None
+    #: ... up to this many times per session (replayed events count too).
+    drop_times: int = 1
     #: Inject this error code when unit `error_at_unit` is processed (fatal codes end the session).
     error_code: str | None = None
     error_at_unit: int = 0
@@ -56,6 +58,8 @@ class Faults:
                 kwargs[key] = value
             elif key == "drop_after_events":
                 kwargs[key] = None if value is None else max(1, _nonneg(value, key))
+            elif key == "drop_times":
+                kwargs[key] = 1 if value is None else max(1, _nonneg(value, key))
             else:
                 kwargs[key] = _nonneg(value, key)
         return cls(**kwargs)

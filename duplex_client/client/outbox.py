@@ -1,0 +1,124 @@
+"""The resend outbox: appends and commits the server may not have received (protocol.md §9.3).
+
+Sans-I/O. An acknowledged commit confirms itself and everything sent before it; on resume,
+`pending_after(input.last_event_id)` drops what the server already has, and the rest is sent
+again with the original ids, in the original order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+InputKind = Literal["append", "commit"]
+
+
+@dataclass(slots=True)
+class OutboxEntry:
+    """One append or commit as encoded; `wire` is the connection it was last written on."""
+
+    n: int
+    event_id: str
+    kind: InputKind
+    data: bytes
+    wire: int | None = None
+
+
+class Outbox:
+    """Appends and commits not yet known to be accepted, in send order (sans-I/O).
+
+    An acknowledged commit confirms itself and everything before it; on resume,
+    `pending_after(input.last_event_id)` says what the server lacks. Entries written to a
+    socket are forgotten oldest first beyond the bounds; unsent ones never are.
+    """
+
+    def __init__(self, *, max_entries: int = 1024, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: deque[OutboxEntry] = deque()
+        self._next = 0
+        self._bytes = 0
+        self._horizon: str | None = None
+        self._forgot_any = False
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def unsent_bytes(self) -> int:
+        """Bytes of entries never written to any socket."""
+        return sum(len(e.data) for e in self._entries if e.wire is None)
+
+    def add(self, event_id: str, kind: InputKind, data: bytes, *, trim: bool = True) -> OutboxEntry:
+        """Record an input event about to be sent (or queued)."""
+        entry = OutboxEntry(self._next, event_id, kind, data)
+        self._next += 1
+        self._entries.append(entry)
+        self._bytes += len(data)
+        if trim:
+            while (len(self._entries) > self.max_entries or self._bytes > self.max_bytes) and (
+                self._entries[0].wire is not None and len(self._entries) > 1
+            ):
+                self._pop_front()
+        return entry
+
+    def _pop_front(self) -> None:
+        entry = self._entries.popleft()
+        self._bytes -= len(entry.data)
+        self._horizon = entry.event_id
+        self._forgot_any = True
+
+    def entry_from(self, n: int) -> OutboxEntry | None:
+        """The oldest held entry with a serial of at least `n` (entries may be added meanwhile)."""
+        for entry in self._entries:
+            if entry.n >= n:
+                return entry
+        return None
+
+    def drop_written(self) -> int:
+        """Forget every entry already written to a socket; returns how many."""
+        kept = deque(e for e in self._entries if e.wire is None)
+        dropped = len(self._entries) - len(kept)
+        if dropped:
+            self._entries = kept
+            self._bytes = sum(len(e.data) for e in kept)
+            self._forgot_any = True
+        return dropped
+
+    def confirm(self, event_id: str) -> bool:
+        """The server accepted `event_id` (an acknowledged commit) and all before it."""
+        if not any(e.event_id == event_id for e in self._entries):
+            return False
+        while self._entries:
+            done = self._entries[0].event_id == event_id
+            self._pop_front()
+            if done:
+                break
+        return True
+
+    def discard(self, event_id: str) -> None:
+        """Forget an event the server rejected (resending it would only repeat the error)."""
+        for entry in self._entries:
+            if entry.event_id == event_id:
+                self._entries.remove(entry)
+                self._bytes -= len(entry.data)
+                return
+
+    def pending_after(self, last_event_id: str | None) -> bool:
+        """Drop what the server already has; False when its view cannot be placed in ours."""
+        if last_event_id is None:
+            return not self._forgot_any
+        if last_event_id == self._horizon:
+            return True
+        if any(e.event_id == last_event_id for e in self._entries):
+            self.confirm(last_event_id)
+            return True
+        return False
+
+    def clear(self) -> None:
+        """Forget everything (the session can no longer be resumed)."""
+        self._entries.clear()
+        self._bytes = 0
+        self._forgot_any = True
+        self._horizon = None

@@ -1,0 +1,151 @@
+"""The bad-input matrix shared by the CLI (subprocess) and the API (`stream_clip`) tests.
+
+Each case names its input, the one-line message it must produce and the exit code: 2 for
+what is refused before anything is sent (the API raises `UsageError` or `MediaError`), 1 for
+a session that could not run (the API returns a `RunResult` with `exit_code` 1). The README's
+"Bad input and exit codes" table lists the same cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from duplex_client.server import Faults, ReferenceServer
+from tests.support.media_files import write_audio_file, write_clip, write_unknown_codec_wav
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: CLI args (templates), the same as API options, code and message."""
+
+    name: str
+    cli: list[str]
+    api: dict[str, Any]
+    exit_code: int
+    message: str
+    url: str | None = None  # an endpoint name from `endpoints()`
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+CASES = [
+    # media (the ingest issue's cases)
+    Case("missing file", ["--input-video", "{missing}"], {"input_video": "{missing}"}, 2,
+         "no such file"),
+    Case("directory", ["--input-video", "{directory}"], {"input_video": "{directory}"}, 2,
+         "is a directory"),
+    Case("empty file", ["--input-video", "{empty}"], {"input_video": "{empty}"}, 2,
+         "empty file (0 bytes)"),
+    Case("text renamed .mp4", ["--input-video", "{text}"], {"input_video": "{text}"}, 2,
+         "not a media file PyAV can read"),
+    Case("truncated MP4", ["--input-video", "{cut}"], {"input_video": "{cut}"}, 2,
+         "truncated or damaged MP4/MOV"),
+    Case("no audio or video stream", ["--input-video", "{subtitles}"],
+         {"input_video": "{subtitles}"}, 2, "no audio or video stream"),
+    Case("unsupported codec", ["--input-audio", "{odd}"], {"input_audio": "{odd}"}, 2,
+         "unsupported audio codec"),
+    Case("WAV with zero samples", ["--input-audio", "{silence}"], {"input_audio": "{silence}"},
+         2, "no audio samples"),
+    Case("unreadable image", ["--input-image", "{photo}", "--tail-silence-s", "1"],
+         {"input_image": "{photo}", "tail_silence_s": 1.0}, 2, "not an image OpenCV can read"),
+    # options
+    Case("--chunk-ms 0", ["--input-audio", "{wav}", "--chunk-ms", "0"],
+         {"input_audio": "{wav}", "chunk_ms": 0}, 2, "--chunk-ms must be positive"),
+    Case("negative tail silence", ["--input-audio", "{wav}", "--tail-silence-s", "-1"],
+         {"input_audio": "{wav}", "tail_silence_s": -1.0}, 2, "--tail-silence-s must be >= 0"),
+    Case("output directory not writable", ["--input-audio", "{wav}", "--output-dir", "{blocked}"],
+         {"input_audio": "{wav}", "output_dir": "{blocked}"}, 2, "cannot write"),
+    Case("nothing to stream", [], {}, 2, "nothing to stream"),
+    # the server side
+    Case("URL refusing connections", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
+         "connection refused", url="refused"),
+    Case("not a WebSocket endpoint", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
+         "not a WebSocket one", url="http"),
+    Case("TLS to a plain server", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
+         "TLS handshake failed", url="tls"),
+    Case("wrong API key (401)", ["--input-audio", "{wav}", "--api-key", "wrong"],
+         {"input_audio": "{wav}", "api_key": "wrong"}, 1, "HTTP 401 (wrong or missing API key)",
+         url="keyed"),
+    Case("no session.created", ["--input-audio", "{wav}", "--handshake-timeout-s", "1"],
+         {"input_audio": "{wav}", "handshake_timeout_s": 1.0}, 1,
+         "no session.created within 1 s", url="silent"),
+]  # fmt: skip
+
+
+def make_inputs(tmp: Path, clip: Path) -> dict[str, str]:
+    """The bad (and one good) input files, by the names the cases use."""
+    directory = tmp / "a_directory"
+    directory.mkdir()
+    (tmp / "empty.mp4").write_bytes(b"")
+    (tmp / "fake.mp4").write_text("this is not a video\n")
+    cut = tmp / "cut.mp4"
+    cut.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
+    (tmp / "subtitles.mp4").write_text("1\n00:00:00,000 --> 00:00:01,000\nhello\n\n")
+    write_unknown_codec_wav(tmp / "odd.wav")
+    silence = tmp / "silence.wav"
+    sf.write(str(silence), np.zeros(0, np.int16), 16000)
+    (tmp / "photo.png").write_text("not a picture")
+    (tmp / "blocked").write_text("a file, not a directory")
+    return {
+        "missing": str(tmp / "missing.mp4"),
+        "directory": str(directory),
+        "empty": str(tmp / "empty.mp4"),
+        "text": str(tmp / "fake.mp4"),
+        "cut": str(cut),
+        "subtitles": str(tmp / "subtitles.mp4"),
+        "odd": str(tmp / "odd.wav"),
+        "silence": str(silence),
+        "photo": str(tmp / "photo.png"),
+        "blocked": str(tmp / "blocked" / "run"),
+        "wav": str(write_audio_file(tmp / "speech.wav", 1.0, 16000, 440.0)),
+    }
+
+
+def write_sample_clip(path: Path) -> Path:
+    """A small clip with a soundtrack (cut in half for the truncated case)."""
+    return write_clip(path, video_seconds=2.0, audio_seconds=2.0, fps=10)
+
+
+def fill(value: Any, names: dict[str, str]) -> Any:
+    """A template string with the input names filled in (other values as they are)."""
+    return value.format(**names) if isinstance(value, str) else value
+
+
+@contextlib.asynccontextmanager
+async def endpoints() -> AsyncIterator[dict[str, str]]:
+    """URLs that misbehave: refused, plain HTTP, TLS to plain ws, a key, a silent server."""
+
+    async def http_page(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            await reader.read(4096)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            await writer.drain()
+        writer.close()
+
+    http = await asyncio.start_server(http_page, "127.0.0.1", 0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        refused_port = probe.getsockname()[1]
+    async with (
+        ReferenceServer(profile="minicpmo") as plain,
+        ReferenceServer(profile="minicpmo", api_key="right-key") as keyed,
+        ReferenceServer(profile="minicpmo", faults=Faults(created_delay_ms=30_000)) as silent,
+    ):
+        try:
+            yield {
+                "refused": f"ws://127.0.0.1:{refused_port}",
+                "http": f"http://127.0.0.1:{http.sockets[0].getsockname()[1]}",
+                "tls": plain.url.replace("ws://", "wss://"),
+                "keyed": keyed.url,
+                "silent": silent.url,
+            }
+        finally:
+            http.close()
