@@ -18,14 +18,9 @@ from duplex_cli.live_display import LiveDisplay, print_live_summary
 from duplex_client.live.controls import LiveControls, PttMode, PushToTalk
 from duplex_client.live.devices import DeviceError
 from duplex_client.live.keys import KeyInput, NoKeys, TerminalKeys
+from duplex_client.live.options import LiveOptions, LiveUsageError
 from duplex_client.live.progress import LiveProgress
-from duplex_client.live.run import (
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    LiveOptions,
-    LiveUsageError,
-    run_live,
-)
+from duplex_client.live.run import EXIT_INTERRUPTED, EXIT_USAGE, run_live
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.results import RunResult
 

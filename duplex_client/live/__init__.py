@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from duplex_client.live.filemic import FileMicrophone
     from duplex_client.live.keys import NoKeys, TerminalKeys
     from duplex_client.live.mic import Microphone
+    from duplex_client.live.options import LiveOptions, LiveUsageError
     from duplex_client.live.playback import PlaybackSync
     from duplex_client.live.player import Player
     from duplex_client.live.progress import LiveProgress
-    from duplex_client.live.run import LiveDevices, LiveOptions, run_live
+    from duplex_client.live.run import LiveDevices, run_live
     from duplex_client.live.session import LiveSession
     from duplex_client.live.sources import AudioBlock, CapturedFrame
 
@@ -33,7 +34,8 @@ _LAZY = {
     "KEY_BINDINGS": "controls",
     "LiveControls": "controls",
     "LiveDevices": "run",
-    "LiveOptions": "run",
+    "LiveOptions": "options",
+    "LiveUsageError": "options",
     "LiveProgress": "progress",
     "LiveSession": "session",
     "Microphone": "mic",
@@ -60,6 +62,7 @@ __all__ = [
     "LiveOptions",
     "LiveProgress",
     "LiveSession",
+    "LiveUsageError",
     "Microphone",
     "NoKeys",
     "PlaybackSync",

@@ -169,9 +169,10 @@ async def test_echo_gate_stops_uploads_while_the_assistant_is_audible() -> None:
 
 
 async def test_a_superseding_response_clears_the_older_one() -> None:
-    async with ScriptedServer() as server, Harness(
-        server.url, config=presets.minicpmo_4_5(), turn="model"
-    ) as h:
+    async with (
+        ScriptedServer() as server,
+        Harness(server.url, config=presets.minicpmo_4_5(), turn="model") as h,
+    ):
         await respond(server.peer, "resp_1", 1000, done=False)
         await wait_for(lambda: h.player.queued_ms("resp_1") == 1000, what="audio 1")
         await h.render(100)

@@ -1,0 +1,111 @@
+"""What `duplex-cli live` can be told: devices, turns, switches, session preset, bundle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duplex_client.client.config import SessionConfig, ref_audio_data_url
+from duplex_client.live.controls import PttMode, parse_schedule
+from duplex_client.live.session import TURN_MODES, TurnMode
+from duplex_client.protocol.errors import DuplexClientError
+
+PRESETS = ("auto", "minicpmo", "joyai", "aura", "none")
+
+
+class LiveUsageError(DuplexClientError):
+    """Bad live options (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    """Everything `duplex-cli live` can be told; the SDK takes the same names."""
+
+    model: str = "openbmb/MiniCPM-o-4_5"
+    preset: str = "auto"
+    turn: TurnMode = "model"
+    ptt_mode: PttMode = "toggle"
+    config: SessionConfig | None = None
+    api_key: str | None = field(default=None, repr=False)
+    ref_audio: str | None = field(default=None, repr=False)
+    instructions: str | None = None
+    temperature: float | None = None
+    mic: str | None = None
+    mic_file: str | None = None
+    no_mic: bool = False
+    camera: str | None = None
+    camera_file: str | None = None
+    no_camera: bool = False
+    speaker: str | None = None
+    no_playback: bool = False
+    echo_gate: bool = False
+    start_muted: bool = False
+    camera_off: bool = False
+    frame_max_side: int = 640
+    jpeg_quality: int = 80
+    chunk_ms: int = 200
+    jitter_ms: int = 80
+    duration_s: float | None = None
+    actions: tuple[str, ...] = ()
+    output_dir: Path | None = None
+    require_audio: bool = False
+    server_script: str | None = None
+
+    def validate(self) -> None:
+        """Raise `LiveUsageError` with a one-line message for any invalid combination."""
+        checks = [
+            (self.turn in TURN_MODES, f"--turn must be one of {', '.join(TURN_MODES)}"),
+            (self.ptt_mode in ("toggle", "hold"), "--ptt-mode must be toggle or hold"),
+            (self.preset in PRESETS, f"--preset must be one of {', '.join(PRESETS)}"),
+            (not (self.mic_file and self.no_mic), "--mic-file and --no-mic are exclusive"),
+            (not (self.camera_file and self.no_camera), "--camera-file and --no-camera clash"),
+            (not (self.camera and self.camera_file), "--camera and --camera-file are exclusive"),
+            (self.chunk_ms > 0, f"--chunk-ms must be positive, got {self.chunk_ms}"),
+            (self.jitter_ms >= 0, f"--jitter-ms must be >= 0, got {self.jitter_ms}"),
+            (1 <= self.jpeg_quality <= 100, "--jpeg-quality must be 1..100"),
+            (self.frame_max_side >= 0, "--frame-max-side must be >= 0"),
+            (self.duration_s is None or self.duration_s > 0, "--duration-s must be positive"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise LiveUsageError(message)
+        try:
+            parse_schedule(self.actions)
+        except ValueError as exc:
+            raise LiveUsageError(str(exc)) from None
+
+    def preset_name(self) -> str:
+        """The preset in effect (`auto`: minicpmo for model turns, joyai otherwise)."""
+        if self.preset != "auto":
+            return self.preset
+        return "minicpmo" if self.turn == "model" else "joyai"
+
+    def session_config(self, preset: str | None = None) -> SessionConfig:
+        """The session config: `config` if given, else the preset adjusted to the turn mode."""
+        from duplex_client import presets
+
+        if self.config is not None:
+            return self.config
+        name = preset or self.preset_name()
+        overrides: dict[str, Any] = {}
+        if self.instructions is not None:
+            overrides["instructions"] = self.instructions
+        if self.temperature is not None:
+            overrides["temperature"] = self.temperature
+        if name == "minicpmo":
+            config = presets.minicpmo_4_5(ref_audio=self.ref_audio, **overrides)
+        elif name == "joyai":
+            config = presets.joyai(manual=self.turn != "vad", **overrides)
+        else:
+            config = presets.aura() if name == "aura" else SessionConfig()
+            if self.ref_audio is not None:
+                overrides["ref_audio"] = ref_audio_data_url(self.ref_audio)
+            config = config.with_overrides(**overrides)
+        if self.turn == "vad" and not config.turn_detection:
+            config = config.with_overrides(
+                turn_detection=dict(presets.SERVER_VAD), overlap_policy="barge_in_on_speech"
+            )
+        elif self.turn != "vad" and config.turn_detection:
+            config = config.with_overrides(turn_detection=None)
+        return config
