@@ -1,4 +1,4 @@
-"""The client's socket side: the handshake, the current transport, ordered sends, resends.
+"""The client's socket side: handshake, current transport, ordered sends, resends, resume.
 
 With resumption possible, appends and commits go through the outbox: while the socket is
 down they are queued (the caller's media clock is never held up) and after a resume
@@ -8,11 +8,19 @@ down they are queued (the caller's media clock is never held up) and after a res
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from duplex_client.client.outbox import InputKind, Outbox
-from duplex_client.client.resume import Delivery, ReconnectReport
+from duplex_client.client.resume import (
+    Delivery,
+    ReconnectPolicy,
+    ReconnectReport,
+    ResumeFailed,
+    resume_attempts,
+)
 from duplex_client.client.transport import Transport, TransportClosed
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
@@ -24,6 +32,9 @@ from duplex_client.protocol.errors import (
     DuplexSessionClosedError,
 )
 from duplex_client.protocol.events import parse_server_event
+from duplex_client.protocol.response_events import ConnectionResumed
+
+log = logging.getLogger("duplex_client")
 
 #: Input events kept for resending after a resume (protocol.md §9.3).
 INPUT_KINDS: dict[str, InputKind] = {
@@ -213,3 +224,81 @@ class Link:
                     Delivery(entry.event_id, entry.kind, self._clock(), resend)
                 )
             self._connected.set()
+
+
+class Resuming:
+    """Reconnect and resume for the session client (§9.3); `DuplexClientBase` holds the state."""
+
+    reconnect_policy: ReconnectPolicy | None
+    session_id: str | None
+    attachment_generation: int | None
+    last_server_event_seq: int
+    reconnects: list[ReconnectReport]
+    clock: Callable[[], float]
+    _link: Link
+    _resume_token: str | None
+    _connect_again: Callable[[], Awaitable[Transport]] | None
+
+    def _notify(self, event: se.ServerEvent) -> None:
+        raise NotImplementedError
+
+    def _report(self, report: ReconnectReport) -> None:
+        raise NotImplementedError
+
+    def _dispatch(self, event: se.ServerEvent) -> bool:
+        raise NotImplementedError
+
+    def _resync(self, event: se.SessionResyncRequired) -> None:
+        """No resume guarantees any more: forget the token and the resend outbox (§9.3)."""
+        self._resume_token = None
+        self._link.outbox.clear()
+        last = self.reconnects[-1] if self.reconnects else None
+        if event.reason == "journal_gap" and last is not None and last.outcome == "resumed":
+            last.outcome = "resync_required"
+            self._report(last)
+
+    def _resume_event(self) -> ce.SessionResume:
+        assert self.session_id is not None and self._resume_token is not None
+        return ce.SessionResume(
+            session_id=self.session_id,
+            resume_token=self._resume_token,
+            last_received_server_event_seq=self.last_server_event_seq,
+        )
+
+    async def _reconnect(self, cause: str) -> str | None:
+        """Resume on a new socket (§9.3); None on success, else why the session ended."""
+        assert self.reconnect_policy is not None and self._connect_again is not None
+        self._link.detach()
+        old = self._link.transport
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.close()
+        report = ReconnectReport(index=len(self.reconnects), started_at=self.clock(), cause=cause)
+        self.reconnects.append(report)
+        log.info("connection lost (%s); reconnecting", cause)
+        try:
+            got = await resume_attempts(
+                self.reconnect_policy, self._connect_again, self._resume_event
+            )
+        except ResumeFailed as exc:
+            if exc.code is not None:
+                self._resume_token = None
+            report.ended_at, report.attempts = self.clock(), exc.attempts
+            report.outcome, report.error = "failed", str(exc)
+            self._report(report)
+            return f"{cause}; {exc}"
+        resumed = got.event
+        self._link.attach(got.transport, ready=False)
+        if resumed.resume_token:
+            self._resume_token = resumed.resume_token
+        if resumed.attachment_generation is not None:
+            self.attachment_generation = resumed.attachment_generation
+        report.ended_at, report.attempts, report.outcome = self.clock(), got.attempt, "resumed"
+        raw = {"type": ConnectionResumed.TYPE, "attempt": got.attempt}
+        self._notify(ConnectionResumed.from_raw(raw))
+        self._dispatch(resumed)
+        await self._link.flush(resumed.input, report)
+        if report.unresolved:
+            log.warning("resume: %d input event(s) may be lost", report.unresolved)
+        self._report(report)
+        return None

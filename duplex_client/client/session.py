@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.inputs import BYTES_PER_SAMPLE, AckPolicy, InputMethods
 from duplex_client.client.inputs import PcmArray as PcmArray
-from duplex_client.client.link import Link, handshake
+from duplex_client.client.link import Link, Resuming, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE, Broadcaster, DropOldestQueue
 from duplex_client.client.queues import Subscription as Subscription
 from duplex_client.client.responses import ResponseHandle, ResponseTracker
@@ -22,8 +22,6 @@ from duplex_client.client.resume import (
     ReconnectListener,
     ReconnectPolicy,
     ReconnectReport,
-    ResumeFailed,
-    resume_attempts,
 )
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
@@ -36,7 +34,6 @@ from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.codec import CodecError, loads
 from duplex_client.protocol.errors import DuplexSessionClosedError
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, parse_server_event
-from duplex_client.protocol.response_events import ConnectionResumed
 
 log = logging.getLogger("duplex_client")
 
@@ -49,7 +46,7 @@ class EventListener(Protocol):
         ...
 
 
-class DuplexClientBase(InputMethods):
+class DuplexClientBase(InputMethods, Resuming):
     """Transport-neutral session logic; `open()` runs the handshake over a connected transport."""
 
     def __init__(
@@ -302,63 +299,6 @@ class DuplexClientBase(InputMethods):
             self.closed_reason = reason if isinstance(reason, str) else event.type
         self._notify(event)
         return terminal
-
-    def _resync(self, event: se.SessionResyncRequired) -> None:
-        """No resume guarantees any more: forget the token and the resend outbox (§9.3)."""
-        self._resume_token = None
-        self._link.outbox.clear()
-        last = self.reconnects[-1] if self.reconnects else None
-        if event.reason == "journal_gap" and last is not None and last.outcome == "resumed":
-            last.outcome = "resync_required"
-            self._report(last)
-
-    # --- reconnect and resume ---
-
-    def _resume_event(self) -> ce.SessionResume:
-        assert self.session_id is not None and self._resume_token is not None
-        return ce.SessionResume(
-            session_id=self.session_id,
-            resume_token=self._resume_token,
-            last_received_server_event_seq=self.last_server_event_seq,
-        )
-
-    async def _reconnect(self, cause: str) -> str | None:
-        """Resume on a new socket (§9.3); None on success, else why the session ended."""
-        assert self.reconnect_policy is not None and self._connect_again is not None
-        self._link.detach()
-        old = self._link.transport
-        if old is not None:
-            with contextlib.suppress(Exception):
-                await old.close()
-        report = ReconnectReport(index=len(self.reconnects), started_at=self.clock(), cause=cause)
-        self.reconnects.append(report)
-        log.info("connection lost (%s); reconnecting", cause)
-        try:
-            got = await resume_attempts(
-                self.reconnect_policy, self._connect_again, self._resume_event
-            )
-        except ResumeFailed as exc:
-            if exc.code is not None:
-                self._resume_token = None
-            report.ended_at, report.attempts = self.clock(), exc.attempts
-            report.outcome, report.error = "failed", str(exc)
-            self._report(report)
-            return f"{cause}; {exc}"
-        resumed = got.event
-        self._link.attach(got.transport, ready=False)
-        if resumed.resume_token:
-            self._resume_token = resumed.resume_token
-        if resumed.attachment_generation is not None:
-            self.attachment_generation = resumed.attachment_generation
-        report.ended_at, report.attempts, report.outcome = self.clock(), got.attempt, "resumed"
-        raw = {"type": ConnectionResumed.TYPE, "attempt": got.attempt}
-        self._notify(ConnectionResumed.from_raw(raw))
-        self._dispatch(resumed)
-        await self._link.flush(resumed.input, report)
-        if report.unresolved:
-            log.warning("resume: %d input event(s) may be lost", report.unresolved)
-        self._report(report)
-        return None
 
     # --- acks, heartbeat, end ---
 
