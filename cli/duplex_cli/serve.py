@@ -1,4 +1,4 @@
-"""`duplex-cli serve`: the reference server (CPU, scripted) or the real vLLM-Omni deployment."""
+"""`duplex-cli serve`: the reference server (CPU: speech or scripted engine) or vLLM-Omni."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ def serve_command(
     host: Annotated[str, Opt(help="Interface to bind (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, Opt(help="Port (0 picks a free one).")] = 8099,
     profile: Annotated[str, Opt(help="Reference profile: minicpmo, aura or joyai.")] = "minicpmo",
+    engine: Annotated[
+        str | None,
+        Opt(help="speech (VAD, ASR, TTS; default with the server extra) or scripted."),
+    ] = None,
     script: Annotated[
         Path | None, Opt(help="JSON script for the scripted engine (decisions and answers).")
     ] = None,
@@ -48,9 +52,7 @@ def serve_command(
     first_unit_ms: Annotated[
         int | None, Opt(help="Advertise another first audio unit length (e.g. 1030).")
     ] = None,
-    backend: Annotated[
-        str, Opt(help="reference (CPU, scripted) or vllm-omni (GPU).")
-    ] = "reference",
+    backend: Annotated[str, Opt(help="reference (CPU) or vllm-omni (GPU).")] = "reference",
     model: Annotated[str, Opt(help="vllm-omni: the model to serve.")] = DEFAULT_MODEL,
     deploy_config: Annotated[
         str, Opt(help="vllm-omni: duplex deploy config (vLLM-Omni path or file).")
@@ -73,6 +75,7 @@ def serve_command(
             host=host,
             port=port,
             profile=profile,
+            engine=engine,
             script=script,
             api_key=api_key,
             event_names=event_names,
@@ -116,6 +119,8 @@ def _reference_config(**opts: Any) -> Any:
         raise ValueError("--event-names must be ga or beta")
     if opts["max_sessions"] < 1:
         raise ValueError("--max-sessions must be at least 1")
+    if opts["engine"] not in (None, "speech", "scripted"):
+        raise ValueError("--engine must be speech or scripted")
     try:
         script = Script.load(opts["script"]) if opts["script"] else None
         faults = Faults.parse(opts["faults"]) if opts["faults"] else Faults()
@@ -131,6 +136,7 @@ def _reference_config(**opts: Any) -> Any:
         require_ref_audio=opts["require_ref_audio"],
         api_key=opts["api_key"],
         event_names=opts["event_names"],
+        engine=opts["engine"],
         script=script,
         faults=faults,
         limits=Limits(max_sessions=opts["max_sessions"]),
@@ -143,7 +149,8 @@ async def _run_reference(config: Any, console: Console) -> None:
     stop = _stop_event()
     async with ReferenceServer(config) as server:
         console.print(
-            f"Serving the duplex protocol on {server.url} (profile {config.profile})",
+            f"Serving the duplex protocol on {server.url} "
+            f"(profile {config.profile}, {config.engine} engine)",
             soft_wrap=True,
         )
         console.print(f"Health: {server.http_url}/health   Stop: Ctrl-C", soft_wrap=True)

@@ -81,7 +81,12 @@ def test_serve_reference_prints_url_logs_and_stops_cleanly() -> None:
 
 
 def test_serve_rejects_bad_options() -> None:
-    for args in (["--profile", "nope"], ["--event-names", "alpha"], ["--faults", "x=1"]):
+    for args in (
+        ["--profile", "nope"],
+        ["--event-names", "alpha"],
+        ["--faults", "x=1"],
+        ["--engine", "magic"],
+    ):
         result = subprocess.run(
             [CLI, "serve", *args], capture_output=True, text=True, timeout=TIMEOUT
         )
