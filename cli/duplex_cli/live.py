@@ -85,6 +85,9 @@ def live_command(
     server_script: Annotated[
         str | None, Opt(help="Embedded server: JSON script for its scripted engine.")
     ] = None,
+    no_reconnect: Annotated[
+        bool, Opt(help="Do not reconnect and resume after a dropped connection.")
+    ] = False,
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON on stdout.")] = False,
     quiet: Annotated[bool, Opt("-q", "--quiet", help="No display and no summary.")] = False,
     verbose: Annotated[bool, Opt("-v", "--verbose", help="Log protocol activity.")] = False,
@@ -122,6 +125,7 @@ def live_command(
         output_dir=output_dir,
         require_audio=require_audio,
         server_script=server_script,
+        reconnect=not no_reconnect,
     )
     show = sys.stdout.isatty() and not json_output and not quiet
     keys: KeyInput = TerminalKeys() if sys.stdin.isatty() else NoKeys()

@@ -51,6 +51,7 @@ class LiveOptions:
     output_dir: Path | None = None
     require_audio: bool = False
     server_script: str | None = None
+    reconnect: bool = True
 
     def validate(self) -> None:
         """Raise `LiveUsageError` with a one-line message for any invalid combination."""

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.session import DuplexClient
+from duplex_client.client.streaming import reconnect_recorder
 from duplex_client.client.transport import redact_url
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.live.camera import Camera
@@ -186,11 +187,17 @@ class _LiveRun:
         # Played positions come from the player; without one, answers count as delivered.
         policy: Literal["received", "manual"] = "received" if options.no_playback else "manual"
         self.client = DuplexClient(
-            url, model=options.model, config=config, api_key=options.api_key, ack_policy=policy
+            url,
+            model=options.model,
+            config=config,
+            api_key=options.api_key,
+            ack_policy=policy,
+            reconnect=options.reconnect,
         )
         self.timeline = InputTimeline(
             model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
         )
+        self.client.add_reconnect_listener(reconnect_recorder(self.timeline))
         self.timeline.set_sliding_window(config.extra_body)
         self.session: LiveSession | None = None
 
