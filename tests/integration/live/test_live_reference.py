@@ -20,14 +20,16 @@ from duplex_client.server.config import speech_available
 from tests.integration.live.helpers import audio_rows, tone_pcm, write_wav
 from tests.unit.live.fakes import FakeCameras, FakeSoundDevice
 
-PACE = 5.0
+PACE = 4.0
+#: Slower for the speech engine (ASR and TTS on the same CPU as the test).
+SPEECH_PACE = 3.0
 
 
 async def live(
-    server: ReferenceServer | None, tmp_path: Path, wav: Path, **options: Any
+    server: ReferenceServer | None, tmp_path: Path, wav: Path, pace: float = PACE, **options: Any
 ) -> tuple[RunResult, FakeSoundDevice]:
-    sd = FakeSoundDevice(wav=wav, pace=PACE)
-    devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=PACE))
+    sd = FakeSoundDevice(wav=wav, pace=pace)
+    devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=pace))
     options.setdefault("output_dir", tmp_path / "run")
     opts = LiveOptions(**options)
     result = await run_live(server.url if server else None, opts, devices=devices)
@@ -143,7 +145,7 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
     held_ms = -(-len(pcm) // 32 // 20) * 20  # actions apply at 20 ms block boundaries
     async with server:
         result, sd = await live(
-            server, tmp_path, wav, turn="ptt", duration_s=held_ms / 1000 + 7.0,
+            server, tmp_path, wav, SPEECH_PACE, turn="ptt", duration_s=held_ms / 1000 + 7.0,
             actions=("100:talk_down", f"{held_ms}:talk_up"),
         )  # fmt: skip
     timeline = result.timeline
@@ -155,10 +157,14 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
     assert rows[0]["media_start_ms"] == 100 and rows[-1]["media_end_ms"] == held_ms
     spoken = [d for d in result.decisions if d["decision"] == "speak"]
     assert len(spoken) == 1 and spoken[0]["audio_ms"] > 0
-    # what the fake speaker rendered is the answer, and the acks say how much of it
-    assert result.counts["played_ms"] == spoken[0]["audio_ms"]
-    played = sd.outputs[0].played
-    assert any(played) and result.ok, result.error
+    # the fake speaker rendered the answer, and the last ack says how much of it
+    acked = [
+        e["event"]["played_ms"]
+        for e in map(json.loads, (tmp_path / "run" / "events.jsonl").open())
+        if e["type"] == "playback.acknowledged"
+    ]
+    assert acked and acked[-1] == result.counts["played_ms"] > 0
+    assert any(sd.outputs[0].played) and result.ok, result.error
     assert result.latencies_ms["last_response_first_audio"] is not None
 
 
@@ -171,21 +177,22 @@ async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> N
     wav = write_wav(tmp_path / "talk.wav", first + second)
     async with ReferenceServer(profile="joyai", engine="speech") as server:
         seconds = (len(first) + len(second)) / 32000 + 4
-        result, _ = await live(server, tmp_path, wav, turn="vad", duration_s=seconds)
+        result, _ = await live(server, tmp_path, wav, SPEECH_PACE, turn="vad", duration_s=seconds)
     assert result.ok, result.error
     spoken = [d for d in result.decisions if d["decision"] == "speak"]
     assert len(spoken) == 2, result.decisions
     assert result.counts["interruptions"] == 1
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").open()]
     acked = {
-        (e["event"]["response_id"], e["event"]["truncate"]): e["event"]["played_ms"]
+        e["event"]["response_id"]: e["event"]
         for e in events
         if e["type"] == "playback.acknowledged"
     }
     cut, whole = spoken
     # the first answer was still queued when the second question began: cut short
-    assert acked[(cut["response_id"], True)] < cut["audio_ms"]
-    assert acked[(whole["response_id"], False)] == whole["audio_ms"]
+    assert acked[cut["response_id"]]["truncate"] is True
+    assert acked[cut["response_id"]]["played_ms"] < cut["audio_ms"]
+    assert 0 < acked[whole["response_id"]]["played_ms"] <= whole["audio_ms"]
     timeline = result.timeline
     assert timeline is not None and timeline["commits"] == []  # the server commits
     assert [c["units_closed"] for c in timeline["server_commits"]] == [1, 1]
