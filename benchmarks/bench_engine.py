@@ -57,7 +57,11 @@ REALTIME_SECONDS = 15
 ROUND_TRIP_LIMIT_MS = 1000.0
 CPU_LIMIT = 0.9
 SCRIPTED_LEVEL = 100
-QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0") or "--quick" in sys.argv[1:]
+
+
+def _quick() -> bool:
+    """A smoke run was asked for (`BENCH_QUICK=1` or `--quick`)."""
+    return os.environ.get("BENCH_QUICK", "") not in ("", "0") or "--quick" in sys.argv[1:]
 
 
 def _machine() -> str:
@@ -413,21 +417,22 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def main() -> None:
     """Run the three parts and print their tables."""
-    print(f"machine: {_machine()}{' (quick run)' if QUICK else ''}", flush=True)
+    quick = _quick()
+    print(f"machine: {_machine()}{' (quick run)' if quick else ''}", flush=True)
     print("\n1. Engine parts: CPU ms per second of input (one thread, best of 3)")
     header = ["part", "ms / s", "of real time", "baseline ms / s", "vs baseline", "load ms"]
     print(_table(header, components()), flush=True)
-    seconds = 10 if QUICK else 60
+    seconds = 10 if quick else 60
     print(f"\n2. One minicpmo session, sans-I/O, {seconds} s of media: sessions per core")
     estimate = sessions_estimate(seconds)
     header = ["engine", "CPU ms / s", "sessions / core", "responses", "media s"]
     print(_table(header, estimate), flush=True)
     per_core = float(estimate[1][2])
     levels = [("speech", 2), ("scripted", 4)]
-    if not QUICK:
+    if not quick:
         speech = sorted({max(1, round(per_core * f)) for f in (0.3, 0.5, 0.75)})
         levels = [("speech", n) for n in speech] + [("scripted", SCRIPTED_LEVEL)]
-    span = 5 if QUICK else REALTIME_SECONDS
+    span = 3 if quick else REALTIME_SECONDS
     print(f"\n3. Real time: server pinned to one core, {span} s per level")
     header = ["engine", "sessions", "server CPU", "ms / session-s", "sessions / core"]
     header += ["round trip p50 ms", "p99 ms", "responses", "sustained"]
