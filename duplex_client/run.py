@@ -19,6 +19,7 @@ from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.client.transport import redact_url
+from duplex_client.embedded import embedded_server
 from duplex_client.framing.sources import AudioVisualSource
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
@@ -65,13 +66,9 @@ async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]
     if url:
         yield url
         return
-    if options.preset == "joyai":
-        raise UsageError("the embedded server has no joyai profile yet: pass --url")
-    from duplex_client.server import ReferenceServer
-
-    profile = "aura" if options.preset == "aura" else "minicpmo"
-    async with ReferenceServer(profile=profile, require_audio=options.require_audio) as server:
-        yield server.url
+    profile = options.preset if options.preset in ("aura", "joyai") else "minicpmo"
+    async with embedded_server(profile=profile, require_audio=options.require_audio) as server:
+        yield server
 
 
 async def stream_clip(
