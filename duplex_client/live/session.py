@@ -202,10 +202,9 @@ class LiveSession:
             if not self.clock.started:
                 first = block.captured_at - block.start_sample / INPUT_SAMPLE_RATE_HZ
                 self.clock.start((self.clock.now() - first) * 1000)
-            out: list[PlannedAppend] = []
             gap = block.start_sample - framer.media_samples
-            if gap > 0:
-                out += framer.idle(gap)
+            if gap > 0:  # blocks were lost: their time passes without audio
+                await self._send(framer.idle(gap))
             self._run_schedule(block.start_sample * 1000 // INPUT_SAMPLE_RATE_HZ)
             if self.controls.take_interrupt():
                 await self._interrupt()
@@ -214,8 +213,7 @@ class LiveSession:
             upload = self._upload_allowed()
             if upload and self.turn == "ptt" and framer.can_upload():
                 self._hold_samples += block.samples
-            out += framer.push(block.pcm, upload=upload)
-            await self._send(out)
+            await self._send(framer.push(block.pcm, upload=upload))
             self._refresh(block)
             media_s = framer.media_samples / INPUT_SAMPLE_RATE_HZ
             if self.controls.quit_requested or (
