@@ -7,6 +7,7 @@ from duplex_client import presets
 from duplex_client.client import (
     DuplexClient,
     DuplexClientBase,
+    ReconnectPolicy,
     ResponseHandle,
     SessionConfig,
     build_url,
@@ -32,6 +33,7 @@ __all__ = [
     "DuplexProtocolError",
     "DuplexSessionClosedError",
     "ErrorCode",
+    "ReconnectPolicy",
     "ResponseHandle",
     "SessionConfig",
     "UnitKind",

@@ -367,7 +367,8 @@ class DuplexClientBase(InputMethods, Resuming):
 class DuplexClient(DuplexClientBase):
     """Async context manager over a real WebSocket session (protocol.md §2–§3, §9.3).
 
-    `reconnect=True` (or a `ReconnectPolicy`) resumes the session after a dropped socket.
+    By default a dropped socket is answered by reconnecting and resuming the session
+    (protocol.md §9.3, `ReconnectPolicy()`); `reconnect=False` makes a drop end the session.
     """
 
     def __init__(
@@ -380,9 +381,10 @@ class DuplexClient(DuplexClientBase):
         ssl: ssl_module.SSLContext | bool | None = None,
         open_timeout: float = 10.0,
         proxy: bool = False,
+        reconnect: ReconnectPolicy | bool | None = True,
         **options: Any,
     ) -> None:
-        super().__init__(model=model, config=config, **options)
+        super().__init__(model=model, config=config, reconnect=reconnect, **options)
         self.url = build_url(url, model)
         self._api_key = api_key
         self._ssl = ssl

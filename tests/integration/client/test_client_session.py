@@ -382,7 +382,7 @@ async def test_cancel_fences_audio_of_the_active_response() -> None:
 
 async def test_server_drop_ends_session_and_iterators() -> None:
     async with ScriptedServer() as server:
-        client = DuplexClient(server.url, model="m")
+        client = DuplexClient(server.url, model="m", reconnect=False)
         await client.connect()
         it = client.responses()
         await server.peer.conn.close(1011)

@@ -127,7 +127,7 @@ async def test_appends_lost_in_flight_are_resent_with_their_ids_and_marked() -> 
 
 async def test_without_reconnect_a_drop_ends_the_client() -> None:
     async with ReferenceServer(profile="minicpmo", faults=Faults(drop_after_events=3)) as server:
-        client = DuplexClient(server.url)
+        client = DuplexClient(server.url, reconnect=False)
         await client.connect()
         with pytest.raises(DuplexSessionClosedError):
             for _ in range(40):
