@@ -7,6 +7,7 @@ import ssl as ssl_module
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from duplex_client.framing.redact import safe_url
 from duplex_client.protocol.errors import DuplexConnectionError
 
 if TYPE_CHECKING:
@@ -42,13 +43,8 @@ def build_url(url: str, model: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL without user info (credentials never reach logs or timelines)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """The URL without user info or credential-like query keys (for messages and records)."""
+    return safe_url(url) or url
 
 
 class TransportClosed(Exception):

@@ -35,6 +35,7 @@ def test_build_url_rejects_bad_scheme_or_missing_host(url: str) -> None:
 
 def test_redact_url_drops_credentials() -> None:
     assert redact_url("ws://user:pw@h:1/x?q=1") == "ws://h:1/x?q=1"
+    assert redact_url("wss://h/v1/realtime?api_key=k&model=m") == "wss://h/v1/realtime?model=m"
 
 
 def test_session_object_fields() -> None:
