@@ -430,7 +430,7 @@ def main() -> None:
     per_core = float(estimate[1][2])
     levels = [("speech", 2), ("scripted", 4)]
     if not quick:
-        speech = sorted({max(1, round(per_core * f)) for f in (0.3, 0.5, 0.75)})
+        speech = sorted({max(1, round(per_core * f)) for f in (0.3, 0.5, 0.6, 0.75)})
         levels = [("speech", n) for n in speech] + [("scripted", SCRIPTED_LEVEL)]
     span = 3 if quick else REALTIME_SECONDS
     print(f"\n3. Real time: server pinned to one core, {span} s per level")
