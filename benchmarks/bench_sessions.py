@@ -1,17 +1,20 @@
 """Concurrent sessions from one client process against one reference server process.
 
 N realtime sessions (N = 10, 50, 100, 200, 400) each stream 200 ms PCM appends plus one
-640x480 JPEG per second (on each 1 s unit close) through `stream(realtime=True)`, from this
-process, to `duplex-cli serve` (scripted engine) running in its own process on loopback.
-Session start phases are spread evenly over one second, as independent users would be.
+640x480 JPEG per second (on each 1 s unit close) through `stream(realtime=True)`, from one
+client process, to `duplex-cli serve` (scripted engine) running in its own process on
+loopback. Session start phases are spread evenly over one second, as independent users
+would be. Each level runs in a fresh client process.
 
-Reported per N: client CPU per session (this process's CPU time over the streaming window,
-divided by session-seconds streamed), the sessions one client core would carry at that
-cost, append lateness against the media deadlines (p50/p99/max over every append of every
-session), the server's CPU (its process, % of one core) and the unit round trip: from the
-release of the append closing a unit to the arrival of the server's `response.listen` for
-that unit. The baseline of each row is the N = 10 row of the same run.
-Run: `python -m benchmarks.bench_sessions` (`--quick` or `BENCH_QUICK=1`: a smoke run).
+Reported per N: client CPU per session (the client process's CPU time over the streaming
+window, divided by session-seconds streamed), the sessions one client core would carry at
+that cost, append lateness against the media deadlines (p50/p99/max over every append of
+every session), the client's RSS growth and minor page faults per append, the server's CPU
+(its process, % of one core) and the unit round trip: from the release of the append
+closing a unit to the arrival of the server's `response.listen` for that unit. The
+baseline of each row is the N = 10 row of the same run.
+Run: `python -m benchmarks.bench_sessions` (`--quick` or `BENCH_QUICK=1`: a smoke run;
+`BENCH_NO_RECONNECT=1`: clients with `reconnect=False`, i.e. without the resend outbox).
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +54,7 @@ SPREAD_S = 1.0
 CONNECT_CONCURRENCY = 25
 #: A unit round trip p99 above this means the server is falling behind.
 ROUND_TRIP_SLOW_MS = 100.0
+NO_RECONNECT_ENV = "BENCH_NO_RECONNECT"
 LATENESS_TARGET_MS = 20.0
 SESSIONS_PER_CORE_TARGET = 200
 
@@ -76,6 +85,11 @@ class Session:
         return [(t - closed[u]) * 1000 for u, t in self.listens if u in closed]
 
 
+def _no_reconnect() -> bool:
+    """`BENCH_NO_RECONNECT=1`: sessions without reconnect/resume (no resend outbox)."""
+    return os.environ.get(NO_RECONNECT_ENV, "") not in ("", "0")
+
+
 def _cpu_s(proc: Any) -> float:
     times = proc.cpu_times()
     return float(times.user + times.system)
@@ -85,10 +99,11 @@ async def _connect(url: str, n: int) -> list[Session]:
     from duplex_client import DuplexClient
 
     gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+    options: dict[str, Any] = {"reconnect": False} if _no_reconnect() else {}
 
     async def one() -> Session:
         async with gate:
-            client = DuplexClient(url)
+            client = DuplexClient(url, **options)
             await client.connect()
         session = Session(client, TimedTarget(client))
         client.add_listener(session.on_event)
@@ -113,12 +128,15 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
 
     pcm = speech_like_pcm(seconds * 1000)
     frames = ImageFrameSource(camera_image())
+    me = psutil().Process()
+    rss0 = me.memory_info().rss
     connect_started = time.monotonic()
     sessions = await _connect(url, n)
     connect_s = time.monotonic() - connect_started
-    me, server = psutil().Process(), psutil().Process(server_pid)
+    server = psutil().Process(server_pid)
     gc.collect()
     start = time.monotonic() + 0.2
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     cpu0, srv0, all0, wall0 = _cpu_s(me), _cpu_s(server), busy_cpu_s(), time.monotonic()
 
     async def one(i: int, s: Session) -> None:
@@ -133,6 +151,8 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
     await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)))
     await asyncio.sleep(0.2)  # the last units' response.listen
     cpu1, srv1, all1, wall1 = _cpu_s(me), _cpu_s(server), busy_cpu_s(), time.monotonic()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
+    rss = me.memory_info().rss
     await _close(sessions)
 
     late = [x for s in sessions if s.t0 is not None for x in s.target.lateness_ms(s.t0)]
@@ -159,6 +179,8 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
         "trip_p50": percentile(trips, 0.5),
         "trip_p99": percentile(trips, 0.99),
         "units": len(trips),
+        "rss_growth_mb": (rss - rss0) / 2**20,
+        "faults_per_append": faults / max(len(late), 1),
         "send_p50": percentile(sends, 0.5),
         "send_p99": percentile(sends, 0.99),
         "send_max": max(sends, default=0.0),
@@ -179,6 +201,8 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
             f"{r['p99']:.1f}",
             f"{r['max']:.0f}",
             f"{r['send_p99']:.2f}",
+            f"{r['rss_growth_mb']:.0f}",
+            f"{r['faults_per_append']:.1f}",
             r["failed"],
         )
         for r in results
@@ -193,6 +217,8 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
         "p99 late (ms)",
         "max late (ms)",
         "send p99 (ms)",
+        "RSS growth (MB)",
+        "page faults per append",
         "failed",
     )
     server_rows = [
@@ -216,7 +242,8 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
     )
     head = (
         f"sessions: {seconds} s per session of 200 ms appends + 1 fps 640x480 JPEG "
-        f"({jpeg_bytes} B), starts spread over {SPREAD_S:g} s; {machine()}"
+        f"({jpeg_bytes} B), starts spread over {SPREAD_S:g} s, "
+        f"{'reconnect off' if _no_reconnect() else 'default client options'}; {machine()}"
     )
     return (
         head
@@ -254,14 +281,32 @@ def verdict(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def run_all(levels: tuple[int, ...], seconds: int) -> list[dict[str, Any]]:
-    """Run every level against one server process."""
+def _level_in_child(url: str, server_pid: int, n: int, seconds: int) -> dict[str, Any]:
+    """Run one level in a fresh client process (its CPU and memory are that level's alone)."""
+    args = [sys.executable, "-m", "benchmarks.bench_sessions", "--level"]
+    args += [url, str(server_pid), str(n), str(seconds)]
+    proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=seconds * 5 + 180)
+    if proc.returncode != 0:
+        raise RuntimeError(f"sessions client for N={n} failed with exit code {proc.returncode}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _level_main(argv: list[str]) -> None:
+    """`--level URL SERVER_PID N SECONDS`: one level, a JSON line on stdout."""
+    url, pid, n, seconds = argv
+    result = asyncio.run(run_level(url, int(pid), int(n), int(seconds)))
+    print(json.dumps(result), flush=True)
+
+
+def run_all(levels: tuple[int, ...], seconds: int) -> list[dict[str, Any]]:
+    """Run every level against one server process, each level in a fresh client process."""
     results = []
     with ServerProcess(max_sessions=max(levels) + 10) as server:
         if server.options:
             print(f"server options: {' '.join(server.options)}", flush=True)
         for n in levels:
-            result = await run_level(server.url, server.pid, n, seconds)
+            result = _level_in_child(server.url, server.pid, n, seconds)
             print(
                 f"  N={n}: client {result['client_cpu_ms_per_session_s']:.2f} ms/session-s, "
                 f"p99 {result['p99']:.1f} ms, server {result['server_core_pct']:.0f}% of a core",
@@ -276,7 +321,7 @@ def main() -> None:
     quick = quick_mode()
     levels = QUICK_LEVELS if quick else LEVELS
     seconds = QUICK_SECONDS if quick else STREAM_SECONDS
-    results = asyncio.run(run_all(levels, seconds))
+    results = run_all(levels, seconds)
     from duplex_client.media import ImageFrameSource
 
     jpeg_bytes = len(ImageFrameSource(camera_image()).image.data)
@@ -285,4 +330,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--level":
+        _level_main(sys.argv[2:])
+    else:
+        main()
