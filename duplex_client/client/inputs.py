@@ -194,13 +194,18 @@ class InputMethods:
         return await self._send(event)
 
     async def _ack_finished(self) -> None:
-        """Ack-before-commit: every finished response not yet acked is acked now (§7)."""
+        """Ack-before-commit: each finished response is acked up to what was played (§7).
+
+        A response acked part-way (while playing) is acked again when more was played since.
+        """
         if not self.capabilities.supports_playback_ack:
             return
         for handle in self.tracker.finished:
-            if handle.response_id is None or handle.acked_ms is not None:
+            if handle.response_id is None:
                 continue
             played = handle.audio_ms if self.ack_policy == "received" else handle.played_ms
+            if handle.acked_ms is not None and played <= handle.acked_ms:
+                continue
             await self.ack_playback(played, response_id=handle.response_id, truncate=handle.fenced)
 
     async def send_raw(self, event: dict[str, Any]) -> str | None:

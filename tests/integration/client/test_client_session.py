@@ -408,3 +408,26 @@ async def test_binary_and_malformed_frames_are_ignored() -> None:
         while not isinstance(event, ResponseAudioDelta):
             event = await asyncio.wait_for(sub.get(), 5)
         assert client.is_open
+
+
+async def test_response_acked_part_way_is_acked_again_before_commit() -> None:
+    async with ScriptedServer() as server, DuplexClient(server.url, model="m") as client:
+        peer = server.peer
+        await peer.send({"type": "response.created", "response": {"id": "resp_p"}})
+        one_s = b64encode(np.zeros(24000, dtype=np.int16).tobytes())
+        await peer.send(
+            {"type": "response.output_audio.delta", "response_id": "resp_p", "delta": one_s}
+        )
+        handle = await asyncio.wait_for(anext(client.responses()), 5)
+        await client.ack_playback(500, response_id="resp_p")
+        await peer.send(
+            {"type": "response.output_audio.delta", "response_id": "resp_p", "delta": one_s}
+        )
+        await peer.send(
+            {"type": "response.done", "response": {"id": "resp_p", "status": "completed"}}
+        )
+        await handle.wait(5)
+        await client.commit()
+        await client.commit()
+        await wait_for(lambda: len(peer.of_type("input_audio_buffer.commit")) == 2)
+        assert [a["played_ms"] for a in peer.of_type("playback.ack")] == [500, 2000]
