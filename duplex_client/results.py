@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,11 +13,17 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from duplex_client.bundle import RunBundle
+    from duplex_client.client.session import DuplexClientBase
+    from duplex_client.framing.timeline import InputTimeline
+
 #: `ok` covers transport and lifecycle only; this sentence travels with every result.
 OK_MEANING = (
-    "ok means the session opened, reached a decision, closed cleanly and reported no errors; "
-    "it says nothing about whether the answers are correct"
+    "ok means the session opened, closed cleanly and reported no errors (and, for a streamed "
+    "input, reached a listen/speak decision); it says nothing about whether answers are correct"
 )
+#: Exit codes shared by `stream` and `live`.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 @dataclass(slots=True)
@@ -123,3 +130,70 @@ class RunResult:
             "lateness_ms": self.lateness_ms,
             "transcript": self.transcript,
         }
+
+
+def session_handles(client: DuplexClientBase) -> list[ResponseHandle]:
+    """Every response and standalone listen of a session, in creation order."""
+    tracker = client.tracker
+    return sorted([*tracker.handles.values(), *tracker.listens], key=lambda h: h.created_at)
+
+
+def record_session(
+    result: RunResult,
+    client: DuplexClientBase,
+    timeline: InputTimeline,
+    bundle: RunBundle,
+    started: float,
+) -> list[ResponseHandle]:
+    """Fill what every run reports: ids, errors, decisions, counts, lateness and timeline."""
+    result.duration_s = time.monotonic() - started
+    result.session_id = client.session_id
+    result.closed_reason = client.closed_reason
+    result.server_errors = [
+        {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}
+        for e in client.errors
+    ]
+    clock = timeline.clock
+    origin = clock.t0 if clock is not None and clock.started else started
+    handles = session_handles(client)
+    result.decisions = [handle_record(h, origin) for h in handles]
+    totals = timeline.totals()
+    result.lateness_ms = totals["lateness_ms"]
+    keys = ("appends", "audio_ms", "units", "fallback_units", "frames", "commits")
+    result.counts = {
+        **{k: totals[k] for k in keys},
+        "responses": len(client.tracker.handles),
+        "speak": sum(1 for h in handles if h.decision == "speak"),
+        "listen": sum(1 for h in handles if h.decision == "listen"),
+        "events": bundle.event_count,
+        "output_audio_ms": bundle.output_ms,
+        "reconnects": len(client.reconnects),
+        "resent_appends": totals["resends"],
+    }
+    result.timeline = timeline.to_dict()
+    return handles
+
+
+def judge(
+    result: RunResult,
+    client: DuplexClientBase,
+    *,
+    need_decision: bool,
+    benign: frozenset[str] = frozenset(),
+) -> None:
+    """Settle `ok`: closed on request, no (non-benign) server error, a decision if needed."""
+    if not result.ok:
+        return
+    problems = []
+    if client.closed_reason != "client_close":
+        problems.append(f"session ended with {client.closed_reason!r}")
+    codes = [str(e["code"]) for e in result.server_errors if e["code"] not in benign]
+    if codes:
+        problems.append(f"server reported errors: {', '.join(codes)}")
+    if need_decision and not any(d["decision"] for d in result.decisions):
+        problems.append("no listen/speak decision was reached")
+    if problems:
+        result.ok, result.status, result.exit_code = False, "failed", EXIT_FAILED
+        result.error = "; ".join(problems)
+    else:
+        result.exit_code = EXIT_OK

@@ -15,7 +15,6 @@ from typing import Any
 
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
-from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.client.transport import redact_url
@@ -24,12 +23,18 @@ from duplex_client.framing.sources import AudioVisualSource
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
-from duplex_client.results import RunProgress, RunResult, handle_record
-from duplex_client.run_options import (
+from duplex_client.results import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    RunProgress,
+    RunResult,
+    judge,
+    record_session,
+    session_handles,
+)
+from duplex_client.run_options import (
     PRESET_NAMES,
     SOUNDTRACK_POLICIES,
     WINDOW_MODES,
@@ -243,13 +248,10 @@ class _Run:
                 raise RunFailed(f"{what} within {opts.timeout_s:g} s after the commit")
             await asyncio.sleep(0.05)
 
-    def _all_handles(self) -> list[ResponseHandle]:
-        tracker = self.client.tracker
-        handles = [*tracker.handles.values(), *tracker.listens]
-        return sorted(handles, key=lambda h: h.created_at)
-
     def _decided_since(self, t: float) -> bool:
-        return any(h.decision is not None and h.created_at >= t for h in self._all_handles())
+        return any(
+            h.decision is not None and h.created_at >= t for h in session_handles(self.client)
+        )
 
     async def _close(self) -> None:
         with contextlib.suppress(Exception):
@@ -273,48 +275,17 @@ class _Run:
         late = sorted(r["lateness_ms"] for r in rows if r["lateness_ms"] is not None)
         if late:
             p.lateness_p50_ms, p.lateness_max_ms = late[len(late) // 2], late[-1]
-        handles = self._all_handles()
+        handles = session_handles(self.client)
         p.decisions = [(h.metadata.get("unit_index"), h.decision or "?") for h in handles]
         p.transcript = " ".join(h.transcript or h.text for h in handles if h.transcript or h.text)
 
     def _complete(self, result: RunResult, started: float) -> None:
         client = self.client
-        result.duration_s = time.monotonic() - started
-        result.session_id = client.session_id
-        result.closed_reason = client.closed_reason
-        result.server_errors = [
-            {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}
-            for e in client.errors
-        ]
-        origin = (
-            self.timeline.clock.t0
-            if self.timeline.clock and self.timeline.clock.started
-            else started
-        )
-        handles = self._all_handles()
-        result.decisions = [handle_record(h, origin) for h in handles]
-        totals = self.timeline.totals()
-        result.lateness_ms = totals["lateness_ms"]
-        result.counts = {
-            "appends": totals["appends"],
-            "audio_ms": totals["audio_ms"],
-            "units": totals["units"],
-            "fallback_units": totals["fallback_units"],
-            "frames": totals["frames"],
-            "commits": totals["commits"],
-            "responses": len(client.tracker.handles),
-            "speak": sum(1 for h in handles if h.decision == "speak"),
-            "listen": sum(1 for h in handles if h.decision == "listen"),
-            "events": self.bundle.event_count,
-            "output_audio_ms": self.bundle.output_ms,
-            "reconnects": len(client.reconnects),
-            "resent_appends": totals["resends"],
-        }
+        record_session(result, client, self.timeline, self.bundle, started)
         result.latencies_ms = self._latencies()
-        self._judge(result, handles)
+        judge(result, client, need_decision=True)
         if result.error and not self.options.reconnect and _dropped(client.closed_reason):
             result.error += " (the connection dropped and reconnection is off: --no-reconnect)"
-        result.timeline = self.timeline.to_dict()
         if client.session_id is not None:
             with contextlib.suppress(OSError):
                 self.bundle.write_session(client, url=client.url)  # final attachment generation
@@ -326,7 +297,9 @@ class _Run:
             return round(max(0.0, t - self.commit_at) * 1000.0, 3)
 
         after = [
-            h for h in self._all_handles() if self.commit_at and h.created_at >= self.commit_at
+            h
+            for h in session_handles(self.client)
+            if self.commit_at and h.created_at >= self.commit_at
         ]
         audio = [h.first_audio_at for h in after if h.first_audio_at is not None]
         text = [h.first_text_at for h in after if h.first_text_at is not None]
@@ -336,21 +309,3 @@ class _Run:
             "first_audio_from_commit": ms(min(audio)) if audio else None,
             "first_text_from_commit": ms(min(text)) if text else None,
         }
-
-    def _judge(self, result: RunResult, handles: list[ResponseHandle]) -> None:
-        """`ok` is transport and lifecycle only: created, closed, no errors, a decision."""
-        if not result.ok:
-            return
-        problems = []
-        if self.client.closed_reason not in ("client_close",):
-            problems.append(f"session ended with {self.client.closed_reason!r}")
-        if result.server_errors:
-            codes = ", ".join(str(e["code"]) for e in result.server_errors)
-            problems.append(f"server reported errors: {codes}")
-        if not any(h.decision for h in handles):
-            problems.append("no listen/speak decision was reached")
-        if problems:
-            result.ok, result.status, result.exit_code = False, "failed", EXIT_FAILED
-            result.error = "; ".join(problems)
-        else:
-            result.exit_code = EXIT_OK

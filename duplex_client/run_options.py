@@ -18,7 +18,6 @@ from duplex_client.protocol.errors import DuplexClientError
 PRESET_NAMES = ("minicpmo", "joyai", "aura", "none")
 SOUNDTRACK_POLICIES = ("trim", "pad", "full")
 WINDOW_MODES = ("off", "basic", "context")
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(DuplexClientError):

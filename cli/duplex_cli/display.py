@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console, Group, RenderableType
@@ -49,18 +50,23 @@ def render_progress(p: RunProgress) -> RenderableType:
     return Panel(body, title="duplex-cli stream", border_style="blue")
 
 
-class StreamDisplay:
-    """A rich Live panel redrawn from a `RunProgress` while the run goes."""
+class LivePanel:
+    """A rich Live region redrawn from `render()` while a run goes (stream and live)."""
 
-    def __init__(self, progress: RunProgress, console: Console | None = None) -> None:
+    def __init__(
+        self,
+        render: Callable[[], RenderableType],
+        console: Console | None = None,
+        refresh_per_second: int = 8,
+    ) -> None:
         self._live = Live(
-            get_renderable=lambda: render_progress(progress),
+            get_renderable=render,
             console=console,
-            refresh_per_second=8,
+            refresh_per_second=refresh_per_second,
             transient=False,
         )
 
-    def __enter__(self) -> StreamDisplay:
+    def __enter__(self) -> LivePanel:
         self._live.start()
         return self
 

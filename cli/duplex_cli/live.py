@@ -14,15 +14,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from duplex_cli.live_display import LiveDisplay, print_live_summary
+from duplex_cli.display import LivePanel
+from duplex_cli.live_display import print_live_summary, render_live
 from duplex_client.live.controls import LiveControls, PttMode, PushToTalk
 from duplex_client.live.devices import DeviceError
 from duplex_client.live.keys import KeyInput, NoKeys, TerminalKeys
 from duplex_client.live.options import LiveOptions, LiveUsageError
 from duplex_client.live.progress import LiveProgress
-from duplex_client.live.run import EXIT_INTERRUPTED, EXIT_USAGE, run_live
+from duplex_client.live.run import run_live
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import RunResult
+from duplex_client.results import EXIT_INTERRUPTED, EXIT_USAGE, RunResult
 
 Opt = typer.Option
 
@@ -179,7 +180,7 @@ async def _main(
     keys.start(loop, controls.key)
     try:
         if show:
-            with LiveDisplay(progress):
+            with LivePanel(lambda: render_live(progress), refresh_per_second=10):
                 return await run_live(url, options, progress=progress, controls=controls)
         return await run_live(url, options, progress=progress, controls=controls)
     except asyncio.CancelledError:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-
 from rich.console import Console, Group, RenderableType
-from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -78,30 +75,6 @@ def render_live(p: LiveProgress) -> RenderableType:
     body += [Text(f"⚠ {w}", style="yellow") for w in p.warnings]
     body.append(Text(KEY_HELP["ptt" if p.turn == "ptt" else "other"], style="dim"))
     return Panel(Group(*body), title=f"duplex-cli live · {p.phase}", border_style="magenta")
-
-
-class LiveDisplay:
-    """A rich Live panel redrawn from a `LiveProgress`."""
-
-    def __init__(self, progress: LiveProgress, console: Console | None = None) -> None:
-        self._live = Live(
-            get_renderable=lambda: render_live(progress),
-            console=console,
-            refresh_per_second=10,
-            transient=False,
-        )
-
-    def __enter__(self) -> LiveDisplay:
-        self._live.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._live.stop()
 
 
 def print_live_summary(console: Console, result: RunResult) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from duplex_cli.display import StreamDisplay, print_summary
+from duplex_cli.display import LivePanel, print_summary, render_progress
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.results import RunProgress, RunResult
 from duplex_client.run import EXIT_INTERRUPTED, EXIT_USAGE, RunOptions, UsageError, run_stream
@@ -130,7 +130,7 @@ def stream_command(
     progress = RunProgress()
     try:
         if show:
-            with StreamDisplay(progress):
+            with LivePanel(lambda: render_progress(progress)):
                 result = asyncio.run(run_stream(url, options, progress=progress))
         else:
             result = asyncio.run(run_stream(url, options, progress=progress))

@@ -38,9 +38,15 @@ from duplex_client.live.progress import LiveProgress
 from duplex_client.live.session import LiveSession
 from duplex_client.live.sources import AudioCapture
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import RunResult, handle_record
+from duplex_client.results import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    RunResult,
+    judge,
+    record_session,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: Request-local errors that live races can cause without harm; listed, not failures.
 BENIGN_ERRORS = frozenset({"playback_ack_too_late", "response_not_active"})
 HEADPHONES = (
@@ -271,53 +277,18 @@ class _LiveRun:
 
     def _complete(self, result: RunResult, started: float) -> None:
         client = self.client
-        result.duration_s = time.monotonic() - started
-        result.session_id = client.session_id
-        result.closed_reason = client.closed_reason
-        result.server_errors = [
-            {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}
-            for e in client.errors
-        ]
-        clock = self.timeline.clock
-        origin = clock.t0 if clock is not None and clock.started else started
-        tracker = client.tracker
-        handles = sorted([*tracker.handles.values(), *tracker.listens], key=lambda h: h.created_at)
-        result.decisions = [handle_record(h, origin) for h in handles]
-        totals = self.timeline.totals()
-        result.lateness_ms = totals["lateness_ms"]
+        record_session(result, client, self.timeline, self.bundle, started)
         sync = self.session.sync if self.session is not None else None
-        result.counts = {
-            **{k: totals[k] for k in ("appends", "audio_ms", "units", "fallback_units")},
-            **{k: totals[k] for k in ("frames", "commits")},
-            "responses": len(tracker.handles),
-            "speak": sum(1 for h in handles if h.decision == "speak"),
-            "listen": sum(1 for h in handles if h.decision == "listen"),
-            "events": self.bundle.event_count,
-            "output_audio_ms": self.bundle.output_ms,
-            "played_ms": sum(h.played_ms for h in tracker.handles.values()),
-            "interruptions": 0 if sync is None else sync.interruptions,
-            "dropped_late_deltas": 0 if sync is None else sync.dropped_deltas,
-        }
+        result.counts.update(
+            {
+                "played_ms": sum(h.played_ms for h in client.tracker.handles.values()),
+                "interruptions": 0 if sync is None else sync.interruptions,
+                "dropped_late_deltas": 0 if sync is None else sync.dropped_deltas,
+            }
+        )
         latencies = [] if self.session is None else self.session.latencies
         result.latencies_ms = {
             "last_response_first_audio": latencies[-1] if latencies else None,
             "median_response_first_audio": statistics.median(latencies) if latencies else None,
         }
-        self._judge(result)
-        result.timeline = self.timeline.to_dict()
-
-    def _judge(self, result: RunResult) -> None:
-        """`ok`: the session opened, closed on our request and reported no real errors."""
-        if not result.ok:
-            return
-        problems = []
-        if self.client.closed_reason != "client_close":
-            problems.append(f"session ended with {self.client.closed_reason!r}")
-        codes = [e["code"] for e in result.server_errors if e["code"] not in BENIGN_ERRORS]
-        if codes:
-            problems.append(f"server reported errors: {', '.join(str(c) for c in codes)}")
-        if problems:
-            result.ok, result.status, result.exit_code = False, "failed", EXIT_FAILED
-            result.error = "; ".join(problems)
-        else:
-            result.exit_code = EXIT_OK
+        judge(result, client, need_decision=False, benign=BENIGN_ERRORS)
