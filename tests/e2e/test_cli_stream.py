@@ -12,6 +12,8 @@ import json
 import signal
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 
 from duplex_client.server import ReferenceServer
@@ -231,3 +233,38 @@ async def test_ctrl_c_keeps_a_partial_bundle(clip: Path, tmp_path: Path) -> None
     result = load(run, "result.json")
     assert result["status"] == "interrupted" and result["ok"] is False
     assert load(run, "input_timeline.json")["appends"]
+
+
+async def test_stream_to_duplex_cli_serve_process(tmp_path: Path) -> None:
+    """Two processes, as a user runs them: `duplex-cli serve`, then `duplex-cli stream --url`."""
+    wav = write_audio_file(tmp_path / "q.wav", 2.2, 16000, 440.0)
+    image = tmp_path / "red.png"
+    cv2.imwrite(str(image), np.full((48, 64, 3), (0, 0, 255), np.uint8))
+    server = await asyncio.create_subprocess_exec(
+        CLI, "serve", "--port", "0", "--engine", "scripted",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=ENV,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        line = ""
+        while "ws://" not in line:
+            line = (await asyncio.wait_for(server.stdout.readline(), 30)).decode()
+            assert line, "duplex-cli serve printed no URL"
+        url = next(w for w in line.split() if w.startswith("ws://"))
+        run = tmp_path / "run"
+        done = await run_cli("--url", url, "--input-audio", str(wav), "--input-image", str(image),
+                             "--output-dir", str(run), "-q")  # fmt: skip
+    finally:
+        server.send_signal(signal.SIGINT)
+        await asyncio.wait_for(server.wait(), 30)
+    assert done.returncode == 0, done.stderr
+    assert server.returncode == 0
+    timeline = load(run, "input_timeline.json")
+    rows = timeline["appends"]
+    assert timeline["video"]["kind"] == "image" and timeline["audio_source"]["kind"] == "wav"
+    # 2.2 s of audio at realtime pacing: 11 appends, the image held on both unit closes
+    assert len(rows) == 11 and [r["audio_end_ms"] for r in rows if r["frames"]] == [1000, 2000]
+    assert all(f["held"] for r in rows for f in r["frames"])
+    assert all(r["sent_offset_ms"] >= r["scheduled_offset_ms"] for r in rows)
+    assert_received_once(run)
+    assert load(run, "result.json")["ok"] is True
