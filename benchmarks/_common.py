@@ -253,6 +253,11 @@ def busy_cpu_s() -> float:
     return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
 
 
+def steal_cpu_s() -> float:
+    """CPU seconds the hypervisor has taken from this VM's cores since boot (0 on bare metal)."""
+    return float(getattr(psutil().cpu_times(), "steal", 0.0))
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table (first column left-aligned, the rest right-aligned)."""
     align = ["---", *["---:"] * (len(headers) - 1)]

@@ -35,6 +35,7 @@ from benchmarks._common import (
     percentile,
     quick_mode,
     speech_like_pcm,
+    steal_cpu_s,
     table,
 )
 
@@ -43,6 +44,11 @@ QUICK_SECONDS = 2
 CHUNK_MS = 200
 SEND_COSTS_MS = (0, 5)
 PACINGS = ("ours", "naive")
+LABELS = {
+    "floor": "timer floor (asyncio.sleep, no sends)",
+    "ours": "ours (media clock)",
+    "naive": "naive (sleep after send)",
+}
 #: Workers import, connect, then wait for a common start (staggered so sends do not collide).
 START_DELAY_S = 4.0
 QUICK_START_DELAY_S = 2.5
@@ -51,8 +57,37 @@ SEQUENTIAL_ENV = "BENCH_PACING_SEQUENTIAL"
 TARGET_MS = 5.0
 
 
+def _stats(pacing: str, cost_ms: float, late: list[float], **extra: Any) -> dict[str, Any]:
+    return {
+        "pacing": pacing,
+        "cost_ms": cost_ms,
+        "appends": len(late),
+        "p50": percentile(late, 0.5),
+        "p99": percentile(late, 0.99),
+        "max": max(late),
+        "min": min(late),
+        "drift": late[-1],
+        **extra,
+    }
+
+
+async def timer_floor(seconds: int, start_at: float) -> dict[str, Any]:
+    """The event loop's own timer accuracy: `asyncio.sleep` to the same deadlines, no sends."""
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    t0 = time.monotonic()
+    late = []
+    for k in range(seconds * 1000 // CHUNK_MS):
+        deadline = t0 + k * CHUNK_MS / 1000
+        while (wait := deadline - time.monotonic()) > 1e-6:
+            await asyncio.sleep(wait)
+        late.append((time.monotonic() - deadline) * 1000)
+    return _stats("floor", 0, late)
+
+
 async def run_stream(url: str, pacing: str, cost_ms: float, seconds: int, start_at: float) -> Any:
     """Stream `seconds` of audio + 1 fps frames with one pacing; returns the lateness stats."""
+    if pacing == "floor":
+        return await timer_floor(seconds, start_at)
     from duplex_client import DuplexClient
     from duplex_client.client.streaming import stream
     from duplex_client.framing import BytesPcmSource, MediaInput
@@ -67,19 +102,14 @@ async def run_stream(url: str, pacing: str, cost_ms: float, seconds: int, start_
             target, source, realtime=pacing == "ours", chunk_ms=CHUNK_MS, commit=False
         )
         late = target.lateness_ms(result.clock.t0)
-    return {
-        "pacing": pacing,
-        "cost_ms": cost_ms,
-        "appends": len(late),
-        "frames": sum(1 for r in target.releases if r.unit_index is not None),
-        "jpeg_bytes": len(frames.image.data),
-        "p50": percentile(late, 0.5),
-        "p99": percentile(late, 0.99),
-        "max": max(late),
-        "min": min(late),
-        "drift": late[-1],
-        "media_s": result.media_end_ms / 1000,
-    }
+    return _stats(
+        pacing,
+        cost_ms,
+        late,
+        frames=sum(1 for r in target.releases if r.unit_index is not None),
+        jpeg_bytes=len(frames.image.data),
+        media_s=result.media_end_ms / 1000,
+    )
 
 
 def _worker(argv: list[str]) -> None:
@@ -107,7 +137,7 @@ def run_all(
     url: str, seconds: int, sequential: bool, delay: float = START_DELAY_S
 ) -> list[dict[str, Any]]:
     """Run every (pacing, send cost) stream: concurrently (default) or one after another."""
-    variants = [(p, c) for c in SEND_COSTS_MS for p in PACINGS]
+    variants = [("floor", 0.0), *((p, c) for c in SEND_COSTS_MS for p in PACINGS)]
     if sequential:
         results = []
         for pacing, cost in variants:
@@ -128,8 +158,8 @@ def report(results: list[dict[str, Any]], seconds: int, sequential: bool) -> str
     for r in results:
         rows.append(
             (
-                "ours (media clock)" if r["pacing"] == "ours" else "naive (sleep after send)",
-                f"{r['cost_ms']:g} ms",
+                LABELS[r["pacing"]],
+                "-" if r["pacing"] == "floor" else f"{r['cost_ms']:g} ms",
                 r["appends"],
                 f"{r['p50']:.2f}",
                 f"{r['p99']:.2f}",
@@ -139,7 +169,8 @@ def report(results: list[dict[str, Any]], seconds: int, sequential: bool) -> str
         )
     head = (
         f"pacing: {seconds} s of 200 ms appends + 1 fps 640x480 JPEG "
-        f"({results[0]['jpeg_bytes']} B), {'sequential' if sequential else 'concurrent'} "
+        f"({max(r.get('jpeg_bytes', 0) for r in results)} B), "
+        f"{'sequential' if sequential else 'concurrent'} "
         f"streams; {machine()}"
     )
     headers = (
@@ -156,9 +187,15 @@ def report(results: list[dict[str, Any]], seconds: int, sequential: bool) -> str
 
 def verdict(results: list[dict[str, Any]]) -> str:
     """Targets: ours p99 and end drift within 5 ms; naive drift growing with the send cost."""
+    floor = [r for r in results if r["pacing"] == "floor"]
     ours = {r["cost_ms"]: r for r in results if r["pacing"] == "ours"}
     naive = {r["cost_ms"]: r for r in results if r["pacing"] == "naive"}
     lines = []
+    if floor:
+        lines.append(
+            f"timer floor of this machine: p99 {floor[0]['p99']:.2f} ms, "
+            f"max {floor[0]['max']:.2f} ms (asyncio.sleep alone)"
+        )
     for cost in sorted(ours):
         o, n = ours[cost], naive[cost]
         ok = o["p99"] <= TARGET_MS and abs(o["drift"]) <= TARGET_MS
@@ -181,11 +218,16 @@ def main() -> None:
     delay = QUICK_START_DELAY_S if quick else START_DELAY_S
     sequential = os.environ.get(SEQUENTIAL_ENV, "") not in ("", "0")
     with ServerProcess(max_sessions=len(PACINGS) * len(SEND_COSTS_MS) + 2) as server:
-        busy0, wall0 = busy_cpu_s(), time.monotonic()
+        busy0, steal0, wall0 = busy_cpu_s(), steal_cpu_s(), time.monotonic()
         results = run_all(server.url, seconds, sequential, delay)
-        busy = (busy_cpu_s() - busy0) / (time.monotonic() - wall0) * 100
+        wall = time.monotonic() - wall0
+        busy = (busy_cpu_s() - busy0) / wall * 100
+        steal = (steal_cpu_s() - steal0) / wall * 100
     print(report(results, seconds, sequential))
-    print(f"machine busy during the run: {busy:.0f}% of one core (all processes, ours included)")
+    print(
+        f"machine busy during the run: {busy:.0f}% of one core (all processes, ours included); "
+        f"hypervisor steal: {steal:.0f}% of one core"
+    )
     print(verdict(results), flush=True)
 
 

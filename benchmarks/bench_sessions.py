@@ -41,6 +41,7 @@ from benchmarks._common import (
     psutil,
     quick_mode,
     speech_like_pcm,
+    steal_cpu_s,
     table,
 )
 
@@ -138,6 +139,7 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
     start = time.monotonic() + 0.2
     faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     cpu0, srv0, all0, wall0 = _cpu_s(me), _cpu_s(server), busy_cpu_s(), time.monotonic()
+    steal0 = steal_cpu_s()
 
     async def one(i: int, s: Session) -> None:
         await asyncio.sleep(max(0.0, start + SPREAD_S * i / n - time.monotonic()))
@@ -151,6 +153,7 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
     await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions)))
     await asyncio.sleep(0.2)  # the last units' response.listen
     cpu1, srv1, all1, wall1 = _cpu_s(me), _cpu_s(server), busy_cpu_s(), time.monotonic()
+    steal = steal_cpu_s() - steal0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     rss = me.memory_info().rss
     await _close(sessions)
@@ -172,6 +175,7 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
         "sessions_per_core": 1 / client_per_s if client_per_s else float("inf"),
         "server_core_pct": (srv1 - srv0) / wall * 100,
         "server_cpu_ms_per_session_s": (srv1 - srv0) / session_s * 1000,
+        "steal_core_pct": steal / wall * 100,
         "other_core_pct": max(0.0, (all1 - all0) - (cpu1 - cpu0) - (srv1 - srv0)) / wall * 100,
         "p50": percentile(late, 0.5),
         "p99": percentile(late, 0.99),
@@ -229,6 +233,7 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
             f"{r['trip_p50']:.1f}",
             f"{r['trip_p99']:.1f}",
             f"{r['other_core_pct']:.0f}%",
+            f"{r['steal_core_pct']:.0f}%",
         )
         for r in results
     ]
@@ -239,6 +244,7 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
         "unit round trip p50 (ms)",
         "unit round trip p99 (ms)",
         "other processes' CPU (of 1 core)",
+        "hypervisor steal (of 1 core)",
     )
     head = (
         f"sessions: {seconds} s per session of 200 ms appends + 1 fps 640x480 JPEG "
