@@ -14,8 +14,6 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from duplex_client.server import Faults, ReferenceServer
 from duplex_client.server.engine.script import Script
 from tests.e2e.helpers import (
@@ -28,16 +26,6 @@ from tests.e2e.helpers import (
     load,
     run_cli,
 )
-from tests.support.media_files import write_clip
-
-
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """3 s of video at 10 fps with a 3.5 s soundtrack (trimmed to 3 s: 15 appends + tail)."""
-    return write_clip(
-        tmp_path_factory.mktemp("media") / "clip.mp4", video_seconds=3.0, audio_seconds=3.5, fps=10
-    )
-
 
 SHORT_ANSWER_SCRIPT = {
     **LONG_ANSWER_SCRIPT,

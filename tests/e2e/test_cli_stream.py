@@ -31,13 +31,6 @@ from tests.support.media_files import write_audio_file, write_clip
 
 
 @pytest.fixture(scope="module")
-def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """3 s of video at 10 fps with a 3.5 s soundtrack."""
-    path = tmp_path_factory.mktemp("media") / "clip.mp4"
-    return write_clip(path, video_seconds=3.0, audio_seconds=3.5, fps=10)
-
-
-@pytest.fixture(scope="module")
 def silent_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """3 s of video, no audio track."""
     return write_clip(tmp_path_factory.mktemp("media") / "silent.mp4", video_seconds=3.0, fps=10)
