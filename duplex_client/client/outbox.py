@@ -33,7 +33,10 @@ class Outbox:
     socket are forgotten oldest first beyond the bounds; unsent ones never are.
     """
 
-    def __init__(self, *, max_entries: int = 1024, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, *, max_entries: int = 512, max_bytes: int = 8 * 1024 * 1024) -> None:
+        # Only what was still in flight when a socket died can be missing on the server, and
+        # that is bounded by the socket buffers on both ends (a few MiB), so 8 MiB of written
+        # entries covers a drop while keeping a never-committing duplex stream's memory small.
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._entries: deque[OutboxEntry] = deque()
@@ -52,7 +55,8 @@ class Outbox:
 
     def add(self, event_id: str, kind: InputKind, data: bytes, *, trim: bool = True) -> OutboxEntry:
         """Record an input event about to be sent (or queued)."""
-        entry = OutboxEntry(self._next, event_id, kind, data)
+        # A compact copy: the encoder's buffer can be much larger than its content.
+        entry = OutboxEntry(self._next, event_id, kind, memoryview(data).tobytes())
         self._next += 1
         self._entries.append(entry)
         self._bytes += len(data)
