@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 Action = Literal[
     "mute",
@@ -19,19 +19,7 @@ Action = Literal[
     "interrupt",
     "quit",
 ]
-ACTIONS: tuple[Action, ...] = (
-    "mute",
-    "unmute",
-    "toggle_mute",
-    "camera_on",
-    "camera_off",
-    "toggle_camera",
-    "talk",
-    "talk_down",
-    "talk_up",
-    "interrupt",
-    "quit",
-)
+ACTIONS: tuple[Action, ...] = get_args(Action)
 PttMode = Literal["toggle", "hold"]
 #: Terminal keys and what they do (space talks only in push-to-talk mode).
 KEY_BINDINGS: dict[str, Action] = {
