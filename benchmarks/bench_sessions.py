@@ -14,7 +14,8 @@ every session), the client's RSS growth and minor page faults per append, the se
 closing a unit to the arrival of the server's `response.listen` for that unit. The
 baseline of each row is the N = 10 row of the same run.
 Run: `python -m benchmarks.bench_sessions` (`--quick` or `BENCH_QUICK=1`: a smoke run;
-`BENCH_NO_RECONNECT=1`: clients with `reconnect=False`, i.e. without the resend outbox).
+`BENCH_NO_RECONNECT=1`: clients with `reconnect=False`, i.e. without the resend outbox;
+`BENCH_LEVELS=10,200`: only those N).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ CONNECT_CONCURRENCY = 25
 #: A unit round trip p99 above this means the server is falling behind.
 ROUND_TRIP_SLOW_MS = 100.0
 NO_RECONNECT_ENV = "BENCH_NO_RECONNECT"
+#: A comma-separated list of N to run instead of LEVELS (e.g. `10,200`).
+LEVELS_ENV = "BENCH_LEVELS"
 LATENESS_TARGET_MS = 20.0
 SESSIONS_PER_CORE_TARGET = 200
 
@@ -326,6 +329,8 @@ def main() -> None:
     """Run the concurrent-sessions benchmark and print the table."""
     quick = quick_mode()
     levels = QUICK_LEVELS if quick else LEVELS
+    if os.environ.get(LEVELS_ENV):
+        levels = tuple(int(x) for x in os.environ[LEVELS_ENV].split(","))
     seconds = QUICK_SECONDS if quick else STREAM_SECONDS
     results = run_all(levels, seconds)
     from duplex_client.media import ImageFrameSource

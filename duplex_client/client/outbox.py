@@ -1,8 +1,9 @@
 """The resend outbox: appends and commits the server may not have received (protocol.md §9.3).
 
-Sans-I/O. An acknowledged commit confirms itself and everything sent before it; on resume,
-`pending_after(input.last_event_id)` drops what the server already has, and the rest is sent
-again with the original ids, in the original order.
+Sans-I/O. An acknowledged commit confirms itself and everything sent before it, and so does
+a server decision on a unit (our server's `metadata.unit_index`, protocol.md §5) for the
+append that closed that unit; on resume, `pending_after(input.last_event_id)` drops what the
+server already has, and the rest is sent again with the original ids, in the original order.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ class OutboxEntry:
     kind: InputKind
     data: bytes
     wire: int | None = None
+    #: The `unit_index` of the unit this append closes, if any.
+    unit: int | None = None
 
 
 class Outbox:
     """Appends and commits not yet known to be accepted, in send order (sans-I/O).
 
-    An acknowledged commit confirms itself and everything before it; on resume,
+    An acknowledged commit confirms itself and everything before it, a decision on unit k
+    the append that closed unit k and everything before it; on resume,
     `pending_after(input.last_event_id)` says what the server lacks. Entries written to a
     socket are forgotten oldest first beyond the bounds; unsent ones never are.
     """
@@ -44,6 +48,7 @@ class Outbox:
         self._bytes = 0
         self._horizon: str | None = None
         self._forgot_any = False
+        self._decided_unit = -1
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -53,10 +58,18 @@ class Outbox:
         """Bytes of entries never written to any socket."""
         return sum(len(e.data) for e in self._entries if e.wire is None)
 
-    def add(self, event_id: str, kind: InputKind, data: bytes, *, trim: bool = True) -> OutboxEntry:
-        """Record an input event about to be sent (or queued)."""
+    def add(
+        self,
+        event_id: str,
+        kind: InputKind,
+        data: bytes,
+        *,
+        unit: int | None = None,
+        trim: bool = True,
+    ) -> OutboxEntry:
+        """Record an input event about to be sent (or queued); `unit` is the unit it closes."""
         # A compact copy: the encoder's buffer can be much larger than its content.
-        entry = OutboxEntry(self._next, event_id, kind, memoryview(data).tobytes())
+        entry = OutboxEntry(self._next, event_id, kind, memoryview(data).tobytes(), unit=unit)
         self._next += 1
         self._entries.append(entry)
         self._bytes += len(data)
@@ -101,6 +114,18 @@ class Outbox:
                 break
         return True
 
+    def confirm_unit(self, unit_index: int) -> bool:
+        """The server decided on unit `unit_index`, so it has the append that closed it."""
+        if unit_index <= self._decided_unit:
+            return False
+        self._decided_unit = unit_index
+        for entry in self._entries:
+            if entry.unit == unit_index and entry.wire is not None:
+                return self.confirm(entry.event_id)
+            if entry.unit is not None and entry.unit > unit_index:
+                break
+        return False
+
     def discard(self, event_id: str) -> None:
         """Forget an event the server rejected (resending it would only repeat the error)."""
         for entry in self._entries:
@@ -126,3 +151,4 @@ class Outbox:
         self._bytes = 0
         self._forgot_any = True
         self._horizon = None
+        self._decided_unit = -1

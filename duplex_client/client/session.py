@@ -34,6 +34,7 @@ from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.codec import CodecError, loads
 from duplex_client.protocol.errors import DuplexSessionClosedError
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, parse_server_event
+from duplex_client.protocol.response_events import ResponseEvent
 
 log = logging.getLogger("duplex_client")
 
@@ -292,6 +293,8 @@ class DuplexClientBase(InputMethods, Resuming):
             self._link.outbox.confirm(event.client_event_id)
         elif isinstance(event, se.SessionResyncRequired):
             self._resync(event)
+        elif isinstance(event, ResponseEvent) and (unit := event.unit_index) is not None:
+            self._link.outbox.confirm_unit(unit)
         self.tracker.feed(event)
         if terminal:
             self._terminal = True

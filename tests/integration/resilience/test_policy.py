@@ -190,3 +190,15 @@ def test_outbox_bounds_forget_only_what_was_written() -> None:
     fill(box, "e", wire=None)
     assert held(box) == ["c", "d", "e"]  # b made room
     assert box.drop_written() == 2 and held(box) == ["e"]
+
+
+def test_outbox_a_unit_decision_confirms_the_append_that_closed_it() -> None:
+    box = Outbox()
+    for event_id, unit in [("a", None), ("b", 0), ("c", None), ("d", 1), ("e", 2)]:
+        box.add(event_id, "append", b"x" * 10, unit=unit).wire = 1
+    box.add("f", "append", b"x" * 10, unit=3)  # not written yet: no decision can cover it
+    assert box.confirm_unit(1) and held(box) == ["e", "f"]
+    assert not box.confirm_unit(1) and not box.confirm_unit(0)  # old news
+    assert not box.confirm_unit(3) and held(box) == ["e", "f"]
+    assert box.pending_after("d") and held(box) == ["e", "f"]  # d is the horizon
+    assert not box.confirm_unit(7) and held(box) == ["e", "f"]  # no such append held

@@ -276,3 +276,29 @@ async def test_an_unreachable_server_ends_the_session_after_the_attempts() -> No
     with pytest.raises(DuplexSessionClosedError):
         await client.wait_committed(commit, timeout=1)
     await client.close()
+
+
+async def test_unit_decisions_release_the_outbox_and_a_later_drop_still_resumes() -> None:
+    server = ReferenceServer(profile="minicpmo", script=ANSWERS)
+    async with server, FaultyProxy(server.port) as proxy:
+        client = DuplexClient(proxy.url, reconnect=fast())
+        decided: list[int] = []
+        client.add_listener(
+            lambda e, _at: decided.append(e.unit_index) if e.type == "response.listen" else None
+        )
+        await client.connect()
+        timeline = InputTimeline()
+        await client.stream(tone_pcm(5.0), timeline=timeline, realtime=False, commit=False)
+        await wait_for(lambda: 4 in decided)
+        # Every append closed a unit the server has decided on: nothing is kept for resending,
+        # where only acknowledged commits would have kept all 25 appends.
+        assert len(timeline.appends) == 25 and len(client._link.outbox) == 0
+        proxy.cut()
+        await wait_for(lambda: len(client.reconnects) == 1 and client.connected)
+        result = await client.stream(tone_pcm(2.0), timeline=timeline, realtime=False)
+        assert result.commit_event_id is not None
+        await client.wait_committed(result.commit_event_id, timeout=10)
+        await client.close()
+        server_rows = server.appends()
+    assert client.reconnects[0].outcome == "resumed"
+    assert_same_appends(server_rows, timeline)
