@@ -38,7 +38,8 @@ class Turn:
     item_id: str
     units: list[Unit]
     speech: bool
-    deferred: bool = False
+    #: The engine's decision to speak, held while another response was active.
+    deferred: Speak | None = None
 
     @property
     def audio_ms(self) -> int:

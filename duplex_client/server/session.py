@@ -14,7 +14,7 @@ from duplex_client.server import ids, playback, turns
 from duplex_client.server.assembler import Unit, UnitAssembler
 from duplex_client.server.conversation import Conversation, Turn
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
-from duplex_client.server.engine.base import Engine, Speak
+from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
 from duplex_client.server.faults import Faults
 from duplex_client.server.handlers import HANDLERS
@@ -327,10 +327,11 @@ class DuplexSession:
         """A response ended: start one for turns deferred behind it."""
         if self.state != "open" or self.conversation.active is not None:
             return
-        if any(t.deferred for t in self.pending_turns):
+        decided = [t.deferred for t in self.pending_turns if t.deferred is not None]
+        if decided:
             turns, self.pending_turns = self.pending_turns, []
             self.conversation.start(
-                decision=Speak(), trigger="deferred_commit", unit=None, turns=turns, now=now
+                decision=decided[-1], trigger="deferred_commit", unit=None, turns=turns, now=now
             )
 
     def interrupt(self, reason: str, now: float) -> None:

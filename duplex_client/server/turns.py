@@ -268,7 +268,7 @@ def _exec_commit(s: DuplexSession, work: Work, now: float) -> None:
     if target is None:
         s.emitter.emit({"type": "conversation.item.done", "item": conv.items[item_id]}, now)
     if decision is None or deferred:
-        turn.deferred = deferred
+        turn.deferred = decision if deferred and isinstance(decision, Speak) else None
         if target is None:
             s.pending_turns.append(turn)
     elif isinstance(decision, Listen):

@@ -172,6 +172,31 @@ def test_deferred_commit_is_answered_after_the_active_response() -> None:
     assert later.index("response.done") < later.index("response.created")
 
 
+def test_deferred_commit_keeps_the_engines_decision() -> None:
+    rules = [
+        {"on": "commit", "index": 0, "do": "speak", "text": "first", "audio_ms": 400},
+        {"on": "commit", "index": 1, "do": "speak", "text": "second answer", "audio_ms": 600},
+    ]
+    script = Script.from_dict({"chunk_interval_ms": 1000, "chunk_ms": 200, "rules": rules})
+    _, session, _ = open_session(script=script)
+    session.handle(append(tone(500), "evt_a1"), 0.0)
+    session.handle({"type": "input_audio_buffer.commit", "event_id": "evt_c1"}, 0.0)
+    session.handle(append(tone(500), "evt_a2"), 0.1)
+    session.handle({"type": "input_audio_buffer.commit", "event_id": "evt_c2"}, 0.1)
+    later: list[dict] = []
+    t = 0.1
+    while sum(e["type"] == "response.done" for e in later) < 2 and t < 30:
+        t += 1.0
+        later += events(session.tick(t))
+    created = [i for i, e in enumerate(later) if e["type"] == "response.created"]
+    deferred = later[created[-1] :]
+    assert deferred[0]["response"]["metadata"]["trigger"] == "deferred_commit"
+    text = "".join(e["delta"] for e in deferred if e["type"].endswith("transcript.delta"))
+    audio = [e for e in deferred if e["type"] == "response.output_audio.delta"]
+    assert text.strip() == "second answer"  # the script's words, not a composed default
+    assert len(audio) == 3  # its 600 ms, in 200 ms chunks
+
+
 def test_internal_errors_are_contained(monkeypatch) -> None:
     _, session, _ = open_session()
 
