@@ -68,6 +68,12 @@ def test_speech_gate() -> None:
     assert not detect_speech(bytes(3200), "pcm16")
     loud = (np.ones(1600, dtype="<f4") * 0.5).tobytes()
     assert detect_speech(loud, "pcm_f32le") and not detect_speech(b"", "pcm16")
+    # The gate sits at an RMS of 330 (pcm16) / 0.01 (f32), whichever sign the samples have.
+    square = np.resize(np.array([1, -1], dtype="<i2"), 3200)
+    assert detect_speech((square * 340).astype("<i2").tobytes(), "pcm16")
+    assert not detect_speech((square * 320).astype("<i2").tobytes(), "pcm16")
+    assert detect_speech((square * 0.011).astype("<f4").tobytes(), "pcm_f32le")
+    assert not detect_speech((square * 0.009).astype("<f4").tobytes(), "pcm_f32le")
 
 
 # --- settings ---
