@@ -16,8 +16,6 @@ from duplex_client.server.inputs import ParsedAppend, parse_append
 if TYPE_CHECKING:
     from duplex_client.server.session import DuplexSession
 
-_MAX_APPEND_ROWS = 100_000
-
 
 @dataclass
 class Work:
@@ -85,13 +83,12 @@ def append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
 
 def _record(s: DuplexSession, cid: str | None, units: list[Unit], parsed: ParsedAppend) -> None:
     """Keep the §14-shaped row of an accepted append (for tests and debugging)."""
-    if len(s.appends) >= _MAX_APPEND_ROWS:
-        return
+    s.append_count += 1
     last = units[-1] if units else None
     shas = parsed.frames.sha256 if parsed.frames else ()
     s.appends.append(
         {
-            "index": len(s.appends),
+            "index": s.append_count - 1,
             "event_id": cid,
             "unit_kind": last.kind.value if last else None,
             "unit_index": last.unit_index if last else None,

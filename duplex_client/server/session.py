@@ -27,6 +27,9 @@ from duplex_client.server.vad_turns import VadTurns
 
 log = logging.getLogger("duplex_client.server")
 
+#: Rows of accepted appends a session keeps (about an hour of 200 ms appends), oldest dropped.
+MAX_APPEND_ROWS: Final = 20_000
+
 #: Client event aliases servers accept (protocol.md §3.6, §4.4).
 ALIASES: Final = {
     "close": "session.close",
@@ -86,7 +89,9 @@ class DuplexSession:
         self.response_create_count = 0
         self.audio_started = False
         self.seen_ids: OrderedDict[str, None] = OrderedDict()
-        self.appends: list[dict[str, Any]] = []
+        #: The latest accepted appends as §14-shaped rows (tests, debugging); bounded.
+        self.appends: deque[dict[str, Any]] = deque(maxlen=MAX_APPEND_ROWS)
+        self.append_count = 0
         self.last_input_event_id: str | None = None
         self.drop_fault_used = False
         self.on_closed: Callable[[DuplexSession], None] | None = None
@@ -236,7 +241,7 @@ class DuplexSession:
                 "input": {
                     "last_event_id": self.last_input_event_id,
                     "audio_end_ms": self.assembler.audio_end_ms,
-                    "append_count": len(self.appends),
+                    "append_count": self.append_count,
                 },
             },
             now,

@@ -212,3 +212,13 @@ def test_internal_errors_are_contained(monkeypatch) -> None:
     evs = events(out)
     assert evs[0]["error"]["code"] == ErrorCode.INTERNAL_ERROR
     assert evs[-1]["type"] == "session.closed" and closes(out)[0].code == 1011
+
+
+def test_append_rows_are_bounded_but_counted(monkeypatch) -> None:
+    monkeypatch.setattr("duplex_client.server.session.MAX_APPEND_ROWS", 3)
+    _, session, _ = open_session()
+    for i in range(5):
+        session.handle(append(tone(200), f"evt_a{i}"), i * 0.2)
+    assert session.append_count == 5
+    assert [r["index"] for r in session.appends] == [2, 3, 4]  # the latest rows, true indices
+    assert [r["event_id"] for r in session.appends] == ["evt_a2", "evt_a3", "evt_a4"]
