@@ -45,10 +45,11 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-        f"{date.today().isoformat()}"
-    )
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cores = f"{os.cpu_count()} cores"
+    if usable is not None and usable != os.cpu_count():
+        cores += f" of which this process may use {usable}"
+    return f"{cores} ({cpu}), Python {platform.python_version()}, {date.today().isoformat()}"
 
 
 def percentile(values: Sequence[float], q: float) -> float:

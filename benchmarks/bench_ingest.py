@@ -13,6 +13,7 @@ their packets are repeated with shifted timestamps. Run: `python -m benchmarks.b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -236,13 +238,23 @@ def measure_ffmpeg(path: Path, runs: int) -> float | None:
     return best
 
 
-def pin_one_core() -> int | None:
-    """Pin this process (and its children) to one CPU; None where that is unsupported."""
+@contextlib.contextmanager
+def one_core() -> Iterator[int | None]:
+    """Pin this process (and the children it starts) to one CPU, and unpin it afterwards.
+
+    Unpinning matters: `make bench` runs the benchmarks in one process, and the pacing and
+    sessions benchmarks that follow must get every core back.
+    """
     if not hasattr(os, "sched_setaffinity"):
-        return None
-    cpu = max(os.sched_getaffinity(0))
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    cpu = max(before)
     os.sched_setaffinity(0, {cpu})
-    return cpu
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def _ffmpeg_version() -> str:
@@ -254,10 +266,14 @@ def _ffmpeg_version() -> str:
 
 
 def main() -> None:
-    """Generate the clips, time ours against ffmpeg, and measure peak memory."""
+    """Generate the clips, time ours against ffmpeg, and measure peak memory (on one core)."""
+    with one_core() as cpu:
+        _run(cpu)
+
+
+def _run(cpu: int | None) -> None:
     import av
 
-    cpu = pin_one_core()
     print(f"machine: {platform.machine()} {platform.processor() or ''}, pinned to cpu {cpu}")
     print(f"python {platform.python_version()}, PyAV {av.__version__}, {_ffmpeg_version()}")
     width, height = SIZE
