@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from typing import Any
 
 import pytest
@@ -64,3 +65,13 @@ def test_quick_mode_runs(
     out = capsys.readouterr().out
     assert "| N |" in out or "| pacing |" in out
     assert "target" in out
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_ingest_pins_one_core_and_gives_the_rest_back() -> None:
+    from benchmarks.bench_ingest import one_core
+
+    before = os.sched_getaffinity(0)
+    with one_core() as cpu:
+        assert os.sched_getaffinity(0) == {cpu}
+    assert os.sched_getaffinity(0) == before  # later benchmarks in `make bench` get every core
