@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.live.player import Player
+from duplex_client.live.resample import StreamResampler
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.errors import DuplexSessionClosedError
@@ -24,9 +25,10 @@ class PlaybackSync:
     audio dropped at once and later audio for it refused, on `output_audio_buffer.cleared`,
     a cancelled `response.done`, `speech_started` while interruption is on (also after its
     `response.done` while audio is still queued), a superseding response, or a local
-    barge-in. Acks carry the player's played position: every `ack_every_ms` of progress,
-    on drain, and, once the device has rendered what it already had, with `truncate` on
-    fencing. `commit_guard()` sends the acks due before a commit (ack-before-commit).
+    barge-in. Audio at another rate than the speaker's is resampled. Acks carry the
+    player's played position: every `ack_every_ms` of progress, on drain, and, once the
+    device has rendered what it already had, with `truncate` on fencing. `commit_guard()`
+    sends the acks due before a commit (ack-before-commit).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class PlaybackSync:
         self._acked: dict[str, int] = {}
         self._final: set[str] = set()
         self._fenced_at: dict[str, float] = {}
+        self._resamplers: dict[str, StreamResampler] = {}
         self._lock = asyncio.Lock()
 
     def attach(self) -> None:
@@ -66,6 +69,10 @@ class PlaybackSync:
             if event.status == "cancelled":
                 self.fence(event.response_id)
             else:
+                resampler = self._resamplers.pop(event.response_id, None)
+                tail = resampler.flush() if resampler is not None else b""
+                if tail and event.response_id not in self._fenced_at:
+                    self.player.enqueue(event.response_id, tail)
                 self.player.end(event.response_id)
         elif isinstance(event, r.OutputAudioBufferCleared) and event.response_id is not None:
             self.fence(event.response_id)
@@ -88,8 +95,17 @@ class PlaybackSync:
         done = self._offsets.get(rid, 0)
         pcm = handle.audio_since(done)
         self._offsets[rid] = done + len(pcm)
+        if pcm and handle.sample_rate_hz != self.player.rate:
+            pcm = self._resampled(rid, handle.sample_rate_hz, pcm)
         if pcm and not self.player.enqueue(rid, pcm):
             self.dropped_deltas += 1
+
+    def _resampled(self, rid: str, rate: int, pcm: bytes) -> bytes:
+        """The response's audio at the speaker's rate (the server chose another output rate)."""
+        resampler = self._resamplers.get(rid)
+        if resampler is None or resampler.source_hz != rate:
+            resampler = self._resamplers[rid] = StreamResampler(rate, self.player.rate)
+        return resampler.push(pcm)
 
     def fence(self, rid: str) -> bool:
         """Stop a response's playback now; returns whether it was still audible."""

@@ -183,3 +183,30 @@ async def test_a_superseding_response_clears_the_older_one() -> None:
         assert (h.player.played_ms("resp_1"), h.player.played_ms("resp_2")) == (100, 300)
         await wait_for(lambda: acks(server.peer, "resp_1"), what="ack 1")
         assert acks(server.peer, "resp_1")[-1]["truncate"] is True
+
+
+async def test_answer_audio_at_another_rate_is_resampled_and_acked_in_ms() -> None:
+    async with (
+        ScriptedServer() as server,
+        Harness(server.url, config=presets.minicpmo_4_5(), turn="model") as h,
+    ):
+        peer = server.peer
+        await peer.send(
+            {"type": "response.created", "response_id": "r16", "response": {"id": "r16"}}
+        )
+        quarter = tone_pcm(250, hz=300, rate=16000)  # the server answers at 16 kHz
+        for _ in range(4):
+            await peer.send(
+                {"type": "response.output_audio.delta", "response_id": "r16",
+                 "delta": b64encode(quarter), "sample_rate_hz": 16000}
+            )  # fmt: skip
+        await peer.send(
+            {"type": "response.done", "response_id": "r16",
+             "response": {"id": "r16", "status": "completed"}}
+        )  # fmt: skip
+        await wait_for(lambda: h.player.queued_ms("r16") == 1000, what="1 s queued at 24 kHz")
+        assert h.player.rate == RATE  # the speaker kept its rate; the audio was converted
+        await h.render(1000)
+        await wait_for(lambda: acks(peer, "r16"), what="the drain ack")
+        final = acks(peer, "r16")[-1]
+        assert final["played_ms"] == 1000 and not final.get("truncate")
