@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Final
 
 from websockets.asyncio.server import ServerConnection
@@ -118,6 +119,15 @@ class Runner:
         self._sent_total = 0
         self._drops = 0
         self._timer = asyncio.create_task(self._timers())
+        session.on_pending = self._watch
+
+    def _watch(self, job: Future[Any]) -> None:
+        """Tick once off-loop work a decision waits for is done (it finishes in a worker)."""
+        job.add_done_callback(self._wake_from_thread)
+
+    def _wake_from_thread(self, _job: Future[Any]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is already closed: nothing to wake
+            self._loop.call_soon_threadsafe(self._wake.set)
 
     def now(self) -> float:
         """The session clock (the event loop's monotonic time)."""

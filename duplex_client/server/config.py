@@ -46,6 +46,9 @@ class ServerConfig:
     script: Script | None = None
     #: Speech engine: wall-clock gap between 1 s output chunks (0: as fast as the socket takes).
     speech_chunk_interval_ms: int = 0
+    #: Speech engine: recognise in a worker process (False: in the event loop, which stalls
+    #: every session of the process for each utterance's 100–300 ms of decoding).
+    asr_worker: bool = True
     faults: Faults = field(default_factory=Faults)
     limits: Limits = field(default_factory=Limits)
     resumable: bool = True
@@ -88,6 +91,13 @@ class ServerConfig:
         from duplex_client.server.engine.speech import SpeechEngine
 
         turns = self.resolve_profile().implementation_level == "chat_fallback"
+        worker = None
+        if self.asr_worker:
+            from duplex_client.server.engine.asr_worker import shared_worker
+
+            worker = shared_worker()
         return SpeechEngine(
-            lane="turns" if turns else "duplex", chunk_interval_ms=self.speech_chunk_interval_ms
+            lane="turns" if turns else "duplex",
+            chunk_interval_ms=self.speech_chunk_interval_ms,
+            asr_worker=worker,
         )

@@ -9,7 +9,7 @@ from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import ids
 from duplex_client.server.assembler import Unit, detect_speech
 from duplex_client.server.conversation import Turn
-from duplex_client.server.engine.base import Decision, Fail, Listen
+from duplex_client.server.engine.base import Decision, Fail, Listen, Pending
 from duplex_client.server.errors import Reject, client_event_id
 from duplex_client.server.inputs import ParsedAppend, parse_append
 
@@ -25,11 +25,39 @@ class Work:
     kind: str
     unit: Unit | None = None
     decision: Decision | None = None
+    #: The engine's decision while it waits for off-loop work; `override` then replaces it.
+    pending: Pending | None = None
+    override: Decision | None = None
     event: dict[str, Any] = field(default_factory=dict)
     turn: Turn | None = None
     final: bool = True
     response_create: bool | None = None
     audio_end_ms: int = 0
+
+    def set_decision(self, decision: Decision | Pending) -> None:
+        """Take the engine's answer, final or pending."""
+        if isinstance(decision, Pending):
+            self.pending = decision
+        else:
+            self.decision = decision
+
+    @property
+    def delay_ms(self) -> int:
+        """The decision's scripted delay (none while pending)."""
+        return self.decision.delay_ms if self.decision is not None else 0
+
+    @property
+    def ready(self) -> bool:
+        """Whether nothing off-loop is still awaited."""
+        return self.pending is None or self.pending.ready()
+
+    def settle(self) -> None:
+        """Make the pending decision (in pipeline order), then apply the override."""
+        if self.pending is not None:
+            self.decision = self.pending.finish()
+            self.pending = None
+        if self.override is not None:
+            self.decision, self.override = self.override, None
 
 
 def remember_id(s: DuplexSession, event_id: str | None) -> None:
@@ -132,19 +160,16 @@ def accept_units(s: DuplexSession, units: list[Unit], now: float, *, decide: boo
 
 def submit(s: DuplexSession, unit: Unit, now: float, *, decide: bool) -> None:
     """Hand a unit to the model pipeline (decided now, emitted when its processing is over)."""
-    decision: Decision | None = None
+    work = Work(0.0, "unit", unit=unit)
     if decide:
-        decision = s.engine.decide_unit(unit.view())
+        work.set_decision(s.engine.decide_unit(unit.view()))
         if unit.unit_index < s.settings.force_listen_count:
-            decision = Listen(reason="force_listen")
+            work.override = Listen(reason="force_listen")
     if s.faults.error_code and unit.unit_index == s.faults.error_at_unit:
-        decision = Fail(s.faults.error_code, f"injected fault at unit {unit.unit_index}")
-    delay = decision.delay_ms if decision is not None else 0
-    s.enqueue(
-        Work(0.0, "unit", unit=unit, decision=decision),
-        s.faults.unit_processing_ms(unit.unit_index) + delay,
-        now,
-    )
+        work.override = Fail(s.faults.error_code, f"injected fault at unit {unit.unit_index}")
+    if work.override is not None and work.pending is None:
+        work.decision, work.override = work.override, None
+    s.enqueue(work, s.faults.unit_processing_ms(unit.unit_index) + work.delay_ms, now)
 
 
 def release_queue(s: DuplexSession) -> list[Unit]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Final
 
 from duplex_client.framing.units import UnitGrid
@@ -95,6 +96,8 @@ class DuplexSession:
         self.last_input_event_id: str | None = None
         self.drop_fault_used = False
         self.on_closed: Callable[[DuplexSession], None] | None = None
+        #: Called with the job of each pending decision; the I/O shell ticks when it is done.
+        self.on_pending: Callable[[Future[Any]], None] | None = None
         #: Server-side VAD (profiles with one, e.g. joyai with the speech engine).
         self.vad_turns = VadTurns(settings) if profile.has_server_vad else None
 
@@ -201,8 +204,8 @@ class DuplexSession:
         if self.state != "open":
             return None
         times = [self.last_activity + self.settings.idle_timeout_s]
-        if self.pipeline:
-            times.append(self.pipeline[0].ready_at)
+        if self.pipeline and self.pipeline[0].ready:
+            times.append(self.pipeline[0].ready_at)  # else `on_pending` wakes the shell
         due = self.conversation.next_due()
         if due is not None:
             times.append(due)
@@ -316,14 +319,23 @@ class DuplexSession:
 
     def enqueue(self, work: Work, processing_ms: int, now: float) -> None:
         """Queue work behind earlier items; it runs after `processing_ms` of model time."""
+        if work.pending is not None and work.pending.job is not None and self.on_pending:
+            self.on_pending(work.pending.job)
         start = max(now, self._pipeline_free_at)
         work.ready_at = start + processing_ms / 1000.0
         self._pipeline_free_at = work.ready_at
         self.pipeline.append(work)
 
     def _advance(self, now: float) -> None:
-        while self.state == "open" and self.pipeline and self.pipeline[0].ready_at <= now:
-            turns.execute(self, self.pipeline.popleft(), now)
+        while (
+            self.state == "open"
+            and self.pipeline
+            and self.pipeline[0].ready_at <= now
+            and self.pipeline[0].ready
+        ):
+            work = self.pipeline.popleft()
+            work.settle()
+            turns.execute(self, work, now)
             self.conversation.pump(now)
         if self.state == "open":
             self.conversation.pump(now)

@@ -49,7 +49,11 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
     if not intake.has_input(s):
         raise Reject(ErrorCode.INPUT_AUDIO_BUFFER_EMPTY, "nothing to commit", None)
     retain = response_create is False or (response_create is None and not s.settings.auto_response)
-    in_flight = sum(1 for w in s.pipeline if w.kind == "commit" and w.final and w.decision is None)
+    in_flight = sum(
+        1
+        for w in s.pipeline
+        if w.kind == "commit" and w.final and w.decision is None and w.pending is None
+    )
     if final and retain and len(s.pending_turns) + in_flight >= s.limits.max_pending_turns:
         raise Reject(
             ErrorCode.INPUT_BACKPRESSURE,
@@ -85,21 +89,19 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
         s.vad_turns.turn_sealed()
     speech = any(u.speech for u in units) and is_speech is not False
     turn = intake.new_turn(s, units, speech)
-    decision = None
-    if not retain:
-        decision = s.engine.decide_commit(_judged(s, turn), s.commit_count)
-        s.commit_count += 1
     work = Work(
         0.0,
         "commit",
-        decision=decision,
         event={"event_id": cid},
         turn=turn,
         final=True,
         response_create=response_create,
         audio_end_ms=audio_end_ms,
     )
-    s.enqueue(work, decision.delay_ms if decision else 0, now)
+    if not retain:
+        work.set_decision(s.engine.decide_commit(_judged(s, turn), s.commit_count))
+        s.commit_count += 1
+    s.enqueue(work, work.delay_ms, now)
 
 
 def _judged(s: DuplexSession, turn: Turn) -> TurnView:
@@ -147,17 +149,16 @@ def create_response(s: DuplexSession, event: dict[str, Any], now: float) -> None
             "response.max_output_tokens",
         )
     options = {**opts, "modalities": modalities} if modalities is not None else dict(opts)
-    decision = s.engine.decide_response_create(
-        [t.view() for t in s.pending_turns], s.response_create_count
+    work = Work(
+        0.0, "response_create", event={"event_id": client_event_id(event), "response": options}
+    )
+    work.set_decision(
+        s.engine.decide_response_create(
+            [t.view() for t in s.pending_turns], s.response_create_count
+        )
     )
     s.response_create_count += 1
-    work = Work(
-        0.0,
-        "response_create",
-        decision=decision,
-        event={"event_id": client_event_id(event), "response": options},
-    )
-    s.enqueue(work, decision.delay_ms, now)
+    s.enqueue(work, work.delay_ms, now)
 
 
 def execute(s: DuplexSession, work: Work, now: float) -> None:

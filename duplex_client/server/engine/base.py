@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from duplex_client.protocol.capabilities import UnitKind
 
@@ -36,6 +37,22 @@ class Fail:
 
 
 Decision = Speak | Listen | Fail
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A decision waiting for work done off the event loop (speech recognition in a worker).
+
+    The session holds its pipeline at this item until `ready()`, then calls `finish()` once,
+    in input order, which makes the decision (an engine's state changes stay in order).
+    """
+
+    job: Future[Any] | None
+    finish: Callable[[], Decision]
+
+    def ready(self) -> bool:
+        """Whether `finish` can run without waiting."""
+        return self.job is None or self.job.done()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +98,15 @@ class AudioChunk:
 class Engine(Protocol):
     """Decides and renders answers; must be deterministic for a given script and input."""
 
-    def decide_unit(self, unit: UnitView) -> Decision:
+    def decide_unit(self, unit: UnitView) -> Decision | Pending:
         """The model's decision after hearing/seeing one unit (auto-response lane)."""
         ...
 
-    def decide_commit(self, turn: TurnView, index: int) -> Decision:
+    def decide_commit(self, turn: TurnView, index: int) -> Decision | Pending:
         """The decision at the end of the `index`-th final commit that asks for a response."""
         ...
 
-    def decide_response_create(self, turns: Sequence[TurnView], index: int) -> Decision:
+    def decide_response_create(self, turns: Sequence[TurnView], index: int) -> Decision | Pending:
         """The decision for the `index`-th `response.create`, answering from `turns`."""
         ...
 

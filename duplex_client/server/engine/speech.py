@@ -11,14 +11,16 @@ Two lanes:
   without a new colour gets no response.
 
 Answers come from `Responder` and are spoken by eSpeak NG in 1 s chunks with aligned
-transcript pieces. The models are loaded once per process and shared by all sessions.
+transcript pieces. The models are loaded once per process and shared by all sessions. With
+an `AsrWorker`, recognition runs in a worker process and decisions that need it are `Pending`
+(the session waits for them in input order); without one it runs inline.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Final, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from duplex_client.server.engine.base import (
     AudioChunk,
     Decision,
     Listen,
+    Pending,
     Speak,
     TurnView,
     UnitView,
@@ -36,7 +39,12 @@ from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, resample, to
 from duplex_client.server.engine.responder import Observation, Responder
 from duplex_client.server.engine.vad import VadParams, speech_segments
 
+if TYPE_CHECKING:
+    from duplex_client.server.engine.asr_worker import AsrWorker
+
 Lane = Literal["duplex", "turns"]
+#: Makes a decision from the transcripts of the segments it waited for.
+Then = Callable[[list[str]], Decision]
 #: Said when a response is required but there is nothing to report.
 NOTHING_TO_SAY: Final = "I am listening."
 _FORMATS: Final = {2: "pcm16", 4: "pcm_f32le"}
@@ -53,6 +61,7 @@ class SpeechEngine:
         chunk_ms: int = 1000,
         chunk_interval_ms: int = 0,
         vad_params: VadParams | None = None,
+        asr_worker: AsrWorker | None = None,
     ) -> None:
         from duplex_client.server.engine.asr import shared_recognizer
         from duplex_client.server.engine.tts import shared_espeak
@@ -70,6 +79,8 @@ class SpeechEngine:
         self._listener: SegmentListener | None = None
         self._heard_through = -1  # highest unit_index fed to the listener
         self._answers: OrderedDict[int, str] = OrderedDict()
+        self._worker = asr_worker
+        self._waiting = 0  # Pending decisions not finished yet
 
     @property
     def chunk_interval_ms(self) -> int:
@@ -83,44 +94,60 @@ class SpeechEngine:
 
     # --- decisions ---
 
-    def decide_unit(self, unit: UnitView) -> Decision:
+    def decide_unit(self, unit: UnitView) -> Decision | Pending:
         """Duplex lane: listen during speech, speak after it or on a colour change."""
         if self.lane == "turns":
             return Listen()
         segments = self._hear(unit)
+        color = self.color
         if segments:
-            transcript = " ".join(t for t in (self._transcribe(s) for s in segments) if t)
-            return self._speak(self.responder.answer(Observation(transcript, self.color)))
+            return self._after(
+                segments,
+                lambda texts: self._speak(
+                    self.responder.answer(Observation(" ".join(t for t in texts if t), color))
+                ),
+            )
         if unit.images and not (self._listener is not None and self._listener.in_speech):
-            return self._speak(self.responder.answer(Observation(None, self.color)))
+            return self._after(
+                [], lambda _: self._speak(self.responder.answer(Observation(None, color)))
+            )
         return Listen()
 
-    def decide_commit(self, turn: TurnView, index: int) -> Decision:
+    def decide_commit(self, turn: TurnView, index: int) -> Decision | Pending:
         """Answer the committed turn, or listen when it holds no speech and no new colour."""
-        if self.lane == "duplex":
-            for unit in turn.units:
-                self._hear(unit)
-            segment = self._listener.flush() if self._listener is not None else None
-            if segment is not None:
-                text = self.responder.answer(Observation(self._transcribe(segment), self.color))
-            elif any(u.images for u in turn.units):
-                text = self.responder.answer(Observation(None, self.color))
-            else:
-                text = None
-        else:
-            text, _ = self._answer_turns([turn])
-        if text is None:
-            return Listen(reason="no_speech")
-        self._remember(turn.turn_id, text)
-        return Speak(text=text)
+        if self.lane == "turns":
+            segments, answer = self._turns_job([turn])
+            return self._after(segments, lambda texts: self._spoken(turn, answer(texts)[0]))
+        for unit in turn.units:
+            self._hear(unit)
+        segment = self._listener.flush() if self._listener is not None else None
+        color = self.color
+        if segment is not None:
+            return self._after(
+                [segment],
+                lambda texts: self._spoken(
+                    turn, self.responder.answer(Observation(texts[0], color))
+                ),
+            )
+        if any(u.images for u in turn.units):
+            return self._after(
+                [],
+                lambda _: self._spoken(turn, self.responder.answer(Observation(None, color))),
+            )
+        return Listen(reason="no_speech")
 
-    def decide_response_create(self, turns: Sequence[TurnView], index: int) -> Decision:
+    def decide_response_create(self, turns: Sequence[TurnView], index: int) -> Decision | Pending:
         """An explicit request always gets an answer (without retained turns: from the open one)."""
         if not turns:
             return Speak()  # `compose` answers from the open turn the session hands it
-        text = self._required_answer(turns)
-        self._remember(turns[-1].turn_id, text)
-        return Speak(text=text)
+        segments, answer = self._turns_job(turns)
+
+        def then(texts: list[str]) -> Decision:
+            text = _required(*answer(texts))
+            self._remember(turns[-1].turn_id, text)
+            return Speak(text=text)
+
+        return self._after(segments, then)
 
     def compose(self, turns: Sequence[TurnView], unit: UnitView | None) -> str:
         """The answer already decided for the latest turn, else one composed from the turns."""
@@ -161,27 +188,58 @@ class SpeechEngine:
 
     def _required_answer(self, turns: Sequence[TurnView]) -> str:
         """An answer even when the rules would listen: the colour, or that we are listening."""
-        text, color = self._answer_turns(turns)
-        if text is not None:
-            return text
-        return f"I see {color}." if color else NOTHING_TO_SAY
+        segments, answer = self._turns_job(turns)
+        return _required(*answer([self._transcribe(s) for s in segments]))
 
-    def _answer_turns(self, turns: Sequence[TurnView]) -> tuple[str | None, str | None]:
-        """Transcribe the turns' speech and read their last frame: (answer or None, colour)."""
+    def _turns_job(
+        self, turns: Sequence[TurnView]
+    ) -> tuple[list[Samples], Callable[[list[str]], tuple[str | None, str | None]]]:
+        """See the turns' last frame now; the speech to transcribe, and the answer from it."""
         units = [u for t in turns for u in t.units]
         framed = [u for u in units if u.images]
         if framed:
             self.color = _frame_color(framed[-1].images[0])
-        transcript: str | None = None
+        segments: list[Samples] = []
         if any(t.speech for t in turns):
             audio = _turn_audio(units)
             spans = speech_segments(audio, self.vad_params) if len(audio) else []
             if spans:
                 lo = max(0, (spans[0][0] - PREROLL_MS) * MODEL_RATE_HZ // 1000)
                 hi = (spans[-1][1] + TAIL_MS) * MODEL_RATE_HZ // 1000
-                transcript = self._transcribe(audio[lo:hi])
-        color = self.color if (framed or transcript is not None) else None
-        return self.responder.answer(Observation(transcript, color)), color
+                segments.append(audio[lo:hi])
+        seen = self.color
+
+        def answer(texts: list[str]) -> tuple[str | None, str | None]:
+            transcript = texts[0] if texts else None
+            color = seen if (framed or transcript is not None) else None
+            return self.responder.answer(Observation(transcript, color)), color
+
+        return segments, answer
+
+    def _after(self, segments: list[Samples], then: Then) -> Decision | Pending:
+        """`then(transcripts)`: now, or, with a worker, once it transcribed `segments`.
+
+        While an earlier decision is pending, even one needing no transcript waits its turn,
+        so the responder hears everything in input order.
+        """
+        if self._worker is None or (not segments and not self._waiting):
+            return then([self._transcribe(s) for s in segments])
+        worker = self._worker
+        job = worker.submit(segments) if segments else None
+        self._waiting += 1
+
+        def finish() -> Decision:
+            self._waiting -= 1
+            return then([] if job is None else worker.texts(job, segments))
+
+        return Pending(job, finish)
+
+    def _spoken(self, turn: TurnView, text: str | None) -> Decision:
+        """Speak `text` as the answer to `turn` (remembered for `compose`), or listen."""
+        if text is None:
+            return Listen(reason="no_speech")
+        self._remember(turn.turn_id, text)
+        return Speak(text=text)
 
     @staticmethod
     def _transcribe(samples: Samples) -> str:
@@ -197,6 +255,13 @@ class SpeechEngine:
         self._answers[turn_id] = text
         while len(self._answers) > _MAX_CACHED_ANSWERS:
             self._answers.popitem(last=False)
+
+
+def _required(text: str | None, color: str | None) -> str:
+    """The answer, else the colour, else that we are listening."""
+    if text is not None:
+        return text
+    return f"I see {color}." if color else NOTHING_TO_SAY
 
 
 def _frame_color(image_b64: str) -> str | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from duplex_client.server import Limits
 from tests.integration.server.conftest import MakeServer
 from tests.integration.server.speech import (
     INSTRUCTION,
@@ -87,3 +89,45 @@ async def test_silence_is_listened_to(make_server: MakeServer) -> None:
     assert _unit_listens(events) == [0, 1, 2]
     assert not of_type(events, "response.created")
     await wire.close()
+
+
+async def _answer_and_worst_stall(
+    make_server: MakeServer, *, asr_worker: bool
+) -> tuple[list[str], float]:
+    """A's answer to a long question, and the longest the server's event loop stood still."""
+    server = await make_server(
+        profile="minicpmo", engine="speech", asr_worker=asr_worker, limits=Limits(max_sessions=2)
+    )
+    a, b = await Wire.connect(server.url), await Wire.connect(server.url)
+    await a.open()
+    await b.open()
+    worst = 0.0
+    loop = asyncio.get_running_loop()
+
+    async def watch() -> None:
+        nonlocal worst
+        while True:
+            started = loop.time()
+            await asyncio.sleep(0.005)
+            worst = max(worst, loop.time() - started - 0.005)
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        question = f"{INSTRUCTION} and {INSTRUCTION} now"
+        await send_pcm(a, spoken(question, lead_ms=1000, tail_ms=1600), "a")
+        answer = transcripts(await a.until("response.done"))
+    finally:
+        watcher.cancel()
+    await b.send({"type": "session.heartbeat"})  # B was served throughout and still is
+    await a.close()
+    await b.close()
+    return answer, worst
+
+
+async def test_one_sessions_recognition_does_not_stall_the_server(make_server: MakeServer) -> None:
+    inline, inline_stall = await _answer_and_worst_stall(make_server, asr_worker=False)
+    offloaded, stall = await _answer_and_worst_stall(make_server, asr_worker=True)
+    assert offloaded == inline and inline[0].startswith("You said: ")
+    # Decoding the question inline stops every session of the process for its whole length;
+    # in the worker only the cheap parts (VAD, the answer's synthesis) stay on the loop.
+    assert stall < inline_stall / 2, (stall, inline_stall)

@@ -1,0 +1,114 @@
+"""Recognition in a worker process: same words as in process, same decisions, in input order."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+import pytest
+
+from duplex_client.protocol.capabilities import UnitKind
+from duplex_client.protocol.codec import b64encode
+from duplex_client.server.engine.asr import shared_recognizer
+from duplex_client.server.engine.asr_worker import AsrWorker
+from duplex_client.server.engine.base import Decision, Pending, UnitView
+from duplex_client.server.engine.colors import swatch_jpeg
+from duplex_client.server.engine.pcm import Samples, to_float
+from duplex_client.server.engine.speech import SpeechEngine
+from duplex_client.server.engine.tts import speech_pcm16
+
+UNIT = 32000  # 1 s of 16 kHz PCM16
+
+
+def test_the_worker_transcribes_in_another_process_with_the_same_words() -> None:
+    samples = to_float(speech_pcm16("tell me what color you see", 16000), "pcm16")
+    worker = AsrWorker()
+    try:
+        texts, pid = worker.submit([samples, samples[:0]]).result(timeout=60)
+    finally:
+        worker.close()
+    assert pid != os.getpid()
+    assert texts == [shared_recognizer().transcribe(samples), ""]
+    assert "color" in texts[0]
+
+
+def test_a_failed_worker_job_is_decoded_in_process(caplog: pytest.LogCaptureFixture) -> None:
+    samples = to_float(speech_pcm16("what do you see", 16000), "pcm16")
+    job: Future[Any] = Future()
+    job.set_exception(BrokenProcessPool("worker died"))
+    worker = AsrWorker()
+    with caplog.at_level(logging.WARNING):
+        texts = worker.texts(job, [samples])
+    worker.close()
+    assert texts == [shared_recognizer().transcribe(samples)]
+    assert "worker failed" in caplog.text
+
+
+class HeldWorker:
+    """Stands in for `AsrWorker`: jobs wait until the test runs them (with the real decoder)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Future[Any], list[Samples]]] = []
+
+    def submit(self, segments: Sequence[Samples]) -> Future[Any]:
+        job: Future[Any] = Future()
+        self.jobs.append((job, list(segments)))
+        return job
+
+    def texts(self, job: Future[Any], segments: Sequence[Samples]) -> list[str]:
+        return list(job.result()[0])
+
+    def run_all(self) -> None:
+        for job, segments in self.jobs:
+            if not job.done():
+                job.set_result(([shared_recognizer().transcribe(s) for s in segments], 0))
+
+
+def units() -> list[UnitView]:
+    """A spoken question over 5 s, then a red and a blue camera frame on silent units."""
+    pcm = speech_pcm16("tell me what color you see", 16000, lead_ms=1000, tail_ms=3000)
+    pcm = pcm[: len(pcm) // UNIT * UNIT] + bytes(2 * UNIT)
+    colors = {len(pcm) // UNIT - 2: "red", len(pcm) // UNIT - 1: "blue"}
+    out = []
+    for n in range(len(pcm) // UNIT):
+        image = (b64encode(swatch_jpeg(colors[n])),) if n in colors else ()
+        out.append(
+            UnitView(
+                unit_index=n,
+                kind=UnitKind.OMNI if image else UnitKind.AUDIO,
+                audio_unit_index=n,
+                speech=True,
+                duration_ms=1000,
+                frames=len(image),
+                pcm=pcm[n * UNIT : (n + 1) * UNIT],
+                images=image,
+            )
+        )
+    return out
+
+
+def described(decision: Decision) -> str:
+    return f"{type(decision).__name__}:{getattr(decision, 'text', '')}"
+
+
+def test_pending_decisions_equal_inline_ones_and_keep_input_order() -> None:
+    reference = SpeechEngine()
+    inline = [described(reference.decide_unit(u)) for u in units()]
+    worker = HeldWorker()
+    engine = SpeechEngine(asr_worker=worker)  # type: ignore[arg-type]
+    made = [engine.decide_unit(u) for u in units()]
+    pending = [d for d in made if isinstance(d, Pending)]
+    assert len(worker.jobs) == 1 and pending[0].job is worker.jobs[0][0]
+    # The colour units came while the question was being recognised: they wait their turn.
+    assert len(pending) == 3 and pending[1].job is None and pending[2].job is None
+    assert not pending[0].ready()
+    worker.run_all()
+    offloaded = [described(d.finish() if isinstance(d, Pending) else d) for d in made]
+    assert offloaded == inline
+    spoken = [d for d in inline if d.startswith("Speak")]
+    assert spoken[0].startswith("Speak:You said: ") and "color" in spoken[0]
+    assert [d.split(".")[0] for d in spoken[1:]] == ["Speak:I see red", "Speak:I see blue"]
