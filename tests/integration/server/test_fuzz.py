@@ -162,6 +162,7 @@ def test_known_nasty_messages(threaded_server: ReferenceServer) -> None:
         orjson.dumps(doubled | {"video_frames": [frame(1)] * 2}).decode(),
         '{"type": "playback.ack", "response_id": "resp_x", "played_ms": 1180591620717411303424}',
         {"type": "session.update", "session": {"extra_body": {"force_listen_count": 2**62}}},
+        {"type": "session.update", "session": {"model": 2**70}},  # beyond 64 bits
         {"type": "conversation.item.create", "item": {"id": 5}},
         {"type": "input_audio_buffer.commit", "final": False},
         {"type": "turn.signal", "signal": "barge_in"},

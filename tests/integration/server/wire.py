@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import math
 import struct
 from collections.abc import Callable
@@ -101,7 +102,10 @@ class Wire:
     async def send(self, event: dict[str, Any] | str | bytes) -> None:
         """Send an event (dicts are JSON-encoded; str/bytes go as they are)."""
         if isinstance(event, dict):
-            event = orjson.dumps(event).decode()
+            try:
+                event = orjson.dumps(event).decode()
+            except TypeError:  # e.g. a fuzzed integer beyond 64 bits: still valid JSON
+                event = json.dumps(event)
         await self.ws.send(event)
 
     async def recv(self, timeout: float = TIMEOUT) -> dict[str, Any]:
