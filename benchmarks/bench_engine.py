@@ -9,13 +9,14 @@
    speech engine and with the scripted engine. Sessions per core = media seconds / CPU seconds.
 3. Sessions per core, measured: `duplex-cli serve --engine speech|scripted` in its own process
    pinned to one core (its recognition worker, started from it, shares that core and is
-   counted in its CPU); N clients from this process stream the same input in real time for a
-   while. Reported: the server's CPU (% of its core; its CPU per session-second, envelope and
-   transport included, and the sessions a whole core would carry at that cost) and the unit
-   round trip (release of the unit-closing append to the server's listen/speak for that unit),
-   which shows whether it kept up. A level is sustained when the round trip p99 stays under one
-   unit (1 s) and the server used under 90% of its core. On a shared machine the round trips
-   suffer first: the pinned core is not the server's alone.
+   counted in its CPU), against `speech-inline` (`--asr-inline`: recognition in the event loop,
+   the baseline) at the same levels; N clients from this process stream the same input in
+   real time for a while. Reported: the server's CPU (% of its core; its CPU per
+   session-second, envelope and transport included, and the sessions a whole core would carry
+   at that cost) and the unit round trip (release of the unit-closing append to the server's
+   listen/speak for that unit), which shows whether it kept up. A level is sustained when the
+   round trip p99 stays under one unit (1 s) and the server used under 90% of its core. On a
+   shared machine the round trips suffer first: the pinned core is not the server's alone.
 
 The stream: 200 ms PCM16 appends at 16 kHz and one 640x480 JPEG per 1 s unit; every 10 s, a
 spoken sentence of about 2.5 s starting at 1 s (the rest silence); the camera colour changes
@@ -23,7 +24,8 @@ every 5 s. With the speech engine that is one spoken answer per sentence and per
 In part 3 each session starts at another point of that cycle, so utterances end at different
 times (all users speaking at once would queue every recognition behind the others in the
 worker; other sessions' units and frames are still answered meanwhile).
-Run: `python -m benchmarks.bench_engine` (`--quick` or `BENCH_QUICK=1`: a smoke run).
+Run: `python -m benchmarks.bench_engine` (`--quick` or `BENCH_QUICK=1`: a smoke run;
+`BENCH_ENGINE_UNPINNED=1`: part 3 without pinning the server, so its worker gets a core).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ REALTIME_SECONDS = 15
 ROUND_TRIP_LIMIT_MS = 1000.0
 CPU_LIMIT = 0.9
 SCRIPTED_LEVEL = 100
+#: Set to leave the server (and its recognition worker) free to use every core.
+UNPINNED_ENV = "BENCH_ENGINE_UNPINNED"
 
 
 def _quick() -> bool:
@@ -255,12 +259,14 @@ def sessions_estimate(seconds: int) -> list[list[str]]:
 
 
 class _Server:
-    """`duplex-cli serve --engine ENGINE` pinned to one core."""
+    """`duplex-cli serve --engine ENGINE`, pinned to one core unless `UNPINNED_ENV` is set."""
 
     def __init__(self, engine: str, max_sessions: int) -> None:
         cli = Path(sys.executable).parent / "duplex-cli"
         args = [str(cli), "serve", "--port", "0", "--max-sessions", str(max_sessions)]
-        args += ["--engine", engine]
+        args += ["--engine", engine.removesuffix(INLINE)]
+        if engine.endswith(INLINE):
+            args.append("--asr-inline")
         self.proc = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
@@ -278,8 +284,8 @@ class _Server:
         if not self.url:
             self.stop()
             raise RuntimeError("duplex-cli serve did not print its URL")
-        self.core = max(os.sched_getaffinity(0))
-        os.sched_setaffinity(self.proc.pid, {self.core})
+        if os.environ.get(UNPINNED_ENV, "") in ("", "0"):
+            os.sched_setaffinity(self.proc.pid, {max(os.sched_getaffinity(0))})
 
     def cpu_s(self) -> float:
         """User + system CPU seconds of the server and its recognition worker so far."""
@@ -386,6 +392,10 @@ async def _level(
     return list(responses), await share
 
 
+#: The baseline variant of the speech engine: recognition in the server's event loop.
+INLINE = "-inline"
+
+
 def realtime(levels: list[tuple[str, int]], seconds: int) -> list[list[str]]:
     """Run each (engine, sessions) level against a pinned server; one row per level."""
     stream = _stream(seconds)
@@ -439,12 +449,15 @@ def main() -> None:
     header = ["engine", "CPU ms / s", "sessions / core", "responses", "media s"]
     print(_table(header, estimate), flush=True)
     per_core = float(estimate[1][2])
-    levels = [("speech", 2), ("scripted", 4)]
+    levels = [("speech", 2), ("speech" + INLINE, 2), ("scripted", 4)]
     if not quick:
-        speech = sorted({max(1, round(per_core * f)) for f in (0.3, 0.5, 0.6, 0.75)})
-        levels = [("speech", n) for n in speech] + [("scripted", SCRIPTED_LEVEL)]
+        speech = sorted({max(1, round(per_core * f)) for f in (0.3, 0.5, 0.65)})
+        levels = [(e, n) for n in speech for e in ("speech", "speech" + INLINE)]
+        levels.append(("scripted", SCRIPTED_LEVEL))
     span = 3 if quick else REALTIME_SECONDS
-    print(f"\n3. Real time: server pinned to one core, {span} s per level")
+    pinned = os.environ.get(UNPINNED_ENV, "") in ("", "0")
+    where = "server pinned to one core" if pinned else "server not pinned (every core)"
+    print(f"\n3. Real time: {where}, {span} s per level")
     header = ["engine", "sessions", "server CPU", "ms / session-s", "sessions / core"]
     header += ["round trip p50 ms", "p99 ms", "responses", "sustained"]
     print(_table(header, realtime(levels, span)), flush=True)

@@ -49,6 +49,10 @@ def serve_command(
         bool, Opt(help="Reject sessions without ref_audio (ref_audio_required).")
     ] = False,
     max_sessions: Annotated[int, Opt(help="Concurrent sessions before resource_exhausted.")] = 1,
+    asr_inline: Annotated[
+        bool,
+        Opt(help="Speech engine: recognise in the event loop, not a worker (stalls sessions)."),
+    ] = False,
     first_unit_ms: Annotated[
         int | None, Opt(help="Advertise another first audio unit length (e.g. 1030).")
     ] = None,
@@ -85,6 +89,7 @@ def serve_command(
             first_unit_ms=first_unit_ms,
             illegal_unit_code=illegal_unit_code,
             require_ref_audio=require_ref_audio,
+            asr_inline=asr_inline,
         )
     except ValueError as exc:
         errors.print(f"error: {exc}")
@@ -140,6 +145,7 @@ def _reference_config(**opts: Any) -> Any:
         script=script,
         faults=faults,
         limits=Limits(max_sessions=opts["max_sessions"]),
+        asr_worker=not opts["asr_inline"],
     )
 
 

@@ -194,3 +194,25 @@ def test_vllm_backend_reports_an_early_exit(fake_vllm: dict[str, str]) -> None:
     assert result.returncode == 3
     assert "vllm exited with code 3" in result.stderr
     assert "[vllm] fake vllm: failing on purpose" in result.stdout
+
+
+def test_asr_inline_turns_the_recognition_worker_off() -> None:
+    from duplex_cli.serve import _reference_config
+
+    opts = {
+        "host": "127.0.0.1",
+        "port": 0,
+        "profile": "minicpmo",
+        "engine": "scripted",
+        "script": None,
+        "api_key": None,
+        "event_names": "ga",
+        "require_audio": False,
+        "faults": None,
+        "max_sessions": 1,
+        "first_unit_ms": None,
+        "illegal_unit_code": None,
+        "require_ref_audio": False,
+    }
+    assert _reference_config(**opts, asr_inline=False).asr_worker is True  # the default
+    assert _reference_config(**opts, asr_inline=True).asr_worker is False
