@@ -17,4 +17,5 @@ def test_quick_mode_runs(
     assert "quick run" in out
     for part in ("VAD (Silero", "ASR (pocketsphinx", "TTS (eSpeak NG", "sessions / core"):
         assert part in out
-    assert out.count("| yes") + out.count("| no") == 2
+    assert out.count("| yes") + out.count("| no") == 3  # speech, speech-inline, scripted
+    assert "speech-inline" in out
