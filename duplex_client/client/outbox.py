@@ -1,7 +1,7 @@
 """The resend outbox: appends and commits the server may not have received (protocol.md §9.3).
 
 Sans-I/O. An acknowledged commit confirms itself and everything sent before it, and so does
-a server decision on a unit (our server's `metadata.unit_index`, protocol.md §5) for the
+a server decision on a unit (our server's `metadata.unit_index`, protocol.md §4.3) for the
 append that closed that unit; on resume, `pending_after(input.last_event_id)` drops what the
 server already has, and the rest is sent again with the original ids, in the original order.
 """
