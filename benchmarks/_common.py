@@ -223,13 +223,8 @@ class ServerProcess:
 
     def stop(self) -> None:
         """Stop the server with SIGINT (clean shutdown), killing it if it hangs."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
+        if self.proc is not None:
+            stop_process(self.proc)
         self.proc = None
         if self.workdir is not None:
             self.workdir.cleanup()
@@ -241,6 +236,17 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """SIGINT (a clean shutdown), then kill if it is still running after 20 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 def psutil() -> Any:

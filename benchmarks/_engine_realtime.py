@@ -11,7 +11,6 @@ import asyncio
 import base64
 import contextlib
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks._common import psutil
+from benchmarks._common import psutil, stop_process
 
 #: A level is sustained while the unit round trip p99 stays under one unit...
 ROUND_TRIP_LIMIT_MS = 1000.0
@@ -77,13 +76,19 @@ class _Server:
 
     def stop(self) -> None:
         """SIGINT, then kill if it hangs."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
+        stop_process(self.proc)
+
+
+def append_event(k: int, pcm: bytes, frame: str | None) -> dict[str, Any]:
+    """The `k`-th append of a benchmark stream: PCM, and the unit's frame when it has one."""
+    event: dict[str, Any] = {
+        "type": "input_audio_buffer.append",
+        "event_id": f"evt_{k}",
+        "audio": base64.b64encode(pcm).decode(),
+    }
+    if frame is not None:
+        event["video_frames"] = [frame]
+    return event
 
 
 def _rotate(
@@ -130,15 +135,9 @@ async def _client(
     reader = asyncio.create_task(read())
     for k, (pcm, frame) in enumerate(stream):
         await asyncio.sleep(max(0.0, t0 + k * 0.2 - time.monotonic()))
-        event: dict[str, Any] = {
-            "type": "input_audio_buffer.append",
-            "event_id": f"evt_{k}",
-            "audio": base64.b64encode(pcm).decode(),
-        }
         if frame is not None:
-            event["video_frames"] = [frame]
             sent[k // 5] = time.monotonic()
-        await ws.send(orjson.dumps(event).decode())
+        await ws.send(orjson.dumps(append_event(k, pcm, frame)).decode())
     await asyncio.sleep(1.0)
     await ws.send(orjson.dumps({"type": "session.close"}).decode())
     with contextlib.suppress(Exception):

@@ -38,12 +38,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import orjson
 
-from benchmarks._engine_realtime import INLINE, pinned, realtime
+from benchmarks._engine_realtime import INLINE, append_event, pinned, realtime
 
 RATE = 16000
 CHUNK_BYTES = RATE * 2 // 5  # 200 ms
@@ -214,14 +213,7 @@ def _session_cpu(engine: str, stream: list[tuple[bytes, str | None]]) -> tuple[f
     assert session is not None
     texts = []
     for k, (pcm, frame) in enumerate(stream):
-        event: dict[str, Any] = {
-            "type": "input_audio_buffer.append",
-            "event_id": f"evt_{k}",
-            "audio": base64.b64encode(pcm).decode(),
-        }
-        if frame is not None:
-            event["video_frames"] = [frame]
-        texts.append(orjson.dumps(event))
+        texts.append(orjson.dumps(append_event(k, pcm, frame)))
     responses = 0
     start = time.process_time()
     for k, text in enumerate(texts):
