@@ -165,19 +165,18 @@ class LiveFramer:
     def committed(self, audio_end_samples: int | None = None) -> int:
         """A final commit sealed the turn at `audio_end_samples` (default: all released audio).
 
-        Re-anchors the grid when the commit fell inside a unit (protocol.md §4.2); a
-        position within 1 ms of the open unit's start counts as on it (the server's ms
-        are rounded). Returns how many units the commit closed (0: the grid stays).
+        Re-anchors the grid when the commit fell inside a unit, the open one or, for a server
+        commit heard late, an earlier one (protocol.md §4.2); a position within 1 ms of an
+        append end counts as that end (the server's ms are rounded). Returns how far the
+        next `unit_index` moved (0 also when a late commit left the numbering where it was).
         """
         w = self._w
         at = w.audio if audio_end_samples is None else audio_end_samples
-        slack = w.config.grid.sample_rate_hz // 1000
-        if audio_end_samples is not None and at <= w.unit_start + slack:
-            return 0
-        closed = w.reanchor(at)
-        if closed:
+        before = w.unit_start
+        moved = w.reanchor(at, slack=w.config.grid.sample_rate_hz // 1000)
+        if w.unit_start != before:
             self._vision_from = None
-        return closed
+        return moved
 
     # --- internals ---
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from duplex_client.framing.history import SentUnit, UnitHistory
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, Segment, StreamPosition
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup
 from duplex_client.framing.units import ms_to_samples, samples_to_ms
@@ -37,6 +38,7 @@ class UnitWriter:
         self.audio_unit = position.audio_unit_index
         self.unit_start = position.unit_start_samples
         self.appends = 0
+        self.history = UnitHistory()
 
     def unit_end(self) -> int:
         """Cumulative sample at which the open audio unit closes."""
@@ -101,11 +103,13 @@ class UnitWriter:
                 raise FramingError("the session requires video but a unit has no frame")
             kind = UnitKind.AUDIO if frames is None else UnitKind.OMNI
             index = self.unit_index
+            self.history.closed(SentUnit(index, self.audio_unit, self.unit_start, end))
             self.unit_index += 1
             self.audio_unit += 1
             self.unit_start = end
         self.audio, self.media = end, m1
         self.appends += 1
+        self.history.sent_append(end)
         return PlannedAppend(
             segment=segment,
             pcm=piece,
@@ -128,6 +132,7 @@ class UnitWriter:
         index = self.unit_index
         self.unit_index += 1
         self.appends += 1
+        self.history.closed(SentUnit(index, None, self.audio, self.audio))
         return PlannedAppend(
             segment=segment,
             pcm=b"",
@@ -143,27 +148,28 @@ class UnitWriter:
             media_end_ms=samples_to_ms(m1, rate),
         )
 
-    def reanchor(self, at_samples: int) -> int:
+    def reanchor(self, at_samples: int, *, slack: int = 0) -> int:
         """A final commit sealed the turn at cumulative `at_samples` (protocol.md §4.2).
 
-        Inside the open unit it closes that unit early (the residual takes a `unit_index`)
-        and the grid restarts there; whole units the server cut since then are counted
-        too. On or before the open unit's start nothing changes. Returns the units closed.
+        Inside a unit it closes that unit early (the residual takes its `unit_index`) and
+        the grid restarts there. The unit may be the open one or, for a server commit heard
+        late, one already closed on the grid the server left: the numbering then follows
+        the server's from the commit on. `at_samples` within `slack` of an append end counts
+        as that end (the server's ms are rounded); on a boundary nothing changes. Returns how
+        far the next `unit_index` moved (0: the grid stays).
         """
-        at = min(at_samples, self.audio)
-        if at <= self.unit_start:
+        at = self.history.snap(min(at_samples, self.audio), slack)
+        open_unit = SentUnit(self.unit_index, self.audio_unit, self.unit_start, self.audio)
+        state = self.history.replay(at, open_unit, self.audio, self.config.grid.unit_length_samples)
+        if state is None:
             return 0
-        self.unit_start = at
-        self.unit_index += 1
-        self.audio_unit += 1
-        closed = 1
-        grid = self.config.grid
-        while self.audio - self.unit_start >= grid.unit_length_samples(self.audio_unit):
-            self.unit_start += grid.unit_length_samples(self.audio_unit)
-            self.unit_index += 1
-            self.audio_unit += 1
-            closed += 1
-        return closed
+        moved = state.unit_index - self.unit_index
+        self.unit_index, self.audio_unit, self.unit_start = (
+            state.unit_index,
+            state.audio_unit,
+            state.unit_start,
+        )
+        return moved
 
     def position(
         self, *, clip_had_audio: bool = True, last_frames: FrameGroup | None = None

@@ -138,8 +138,14 @@ class UnitAssembler:
         return pcm_len >= need
 
     def add_audio(self, pcm: bytes, speech: bool, frames: FramePack | None) -> list[Unit]:
-        """Buffer one append's PCM (and frames); return the units it closed."""
+        """Buffer one append's PCM (and frames); return the units it closed.
+
+        Frames wait for the next unit to close; newer frames replace any still waiting, so
+        a unit never carries an image older than one sent after it (a client whose grid
+        lagged a server commit may have sent frames on an append that closed nothing).
+        """
         if frames is not None:
+            self._frames.clear()
             self._frames.append(frames)
         units: list[Unit] = []
         view = memoryview(pcm)

@@ -63,6 +63,15 @@ def test_assembler_grid_vision_and_flush() -> None:
     assert [u.audio_start_ms for u in nxt] == [1600]
 
 
+def test_assembler_newer_frames_replace_waiting_ones() -> None:
+    asm = UnitAssembler(UnitGrid(first_unit_ms=1000, chunk_period_ms=1000), bytes_per_sample=2)
+    assert asm.add_audio(tone(600), True, _pack(1)) == []  # frames on an append closing nothing
+    waiting = asm.pending_bytes
+    units = asm.add_audio(tone(400), True, _pack(2))
+    assert [u.frames for u in units] == [_pack(2)]  # the newer image, not the one waiting
+    assert asm.queued_frames == 0 and asm.pending_bytes == 0 < waiting
+
+
 def test_speech_gate() -> None:
     assert detect_speech(tone(100), "pcm16")
     assert not detect_speech(bytes(3200), "pcm16")
