@@ -104,6 +104,7 @@ class InputMethods:
     config: SessionConfig
     tracker: ResponseTracker
     ack_policy: AckPolicy
+    session: dict[str, Any]
     _samples: int
     _width: int
     _rate: int
@@ -197,16 +198,24 @@ class InputMethods:
         """Ack-before-commit: each finished response is acked up to what was played (§7).
 
         A response acked part-way (while playing) is acked again when more was played since.
+        Under `ack_only` a response a later commit has sealed is skipped: the server would
+        refuse its ack (it finished before that commit, and its done arrived after we sent ours).
         """
         if not self.capabilities.supports_playback_ack:
             return
+        expired = self._acks_expire()
         for handle in self.tracker.finished:
-            if handle.response_id is None:
+            if handle.response_id is None or (expired and handle.sealed):
                 continue
             played = handle.audio_ms if self.ack_policy == "received" else handle.played_ms
             if handle.acked_ms is not None and played <= handle.acked_ms:
                 continue
             await self.ack_playback(played, response_id=handle.response_id, truncate=handle.fenced)
+
+    def _acks_expire(self) -> bool:
+        """Whether an ack for a response finished before a later commit is refused (§7)."""
+        policy = self.session.get("playback_commit_policy") or self.config.playback_commit_policy
+        return policy == "ack_only"
 
     async def send_raw(self, event: dict[str, Any]) -> str | None:
         """Send any event object as is (escape hatch); returns its `event_id` if it has one."""

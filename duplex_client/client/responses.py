@@ -10,7 +10,11 @@ from typing import Any, Literal
 from duplex_client.client.queues import DropOldestQueue
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol.codec import CodecError
-from duplex_client.protocol.server_events import InputAudioBufferSpeechStarted, ServerEvent
+from duplex_client.protocol.server_events import (
+    InputAudioBufferCommitted,
+    InputAudioBufferSpeechStarted,
+    ServerEvent,
+)
 
 Decision = Literal["speak", "listen"]
 
@@ -36,6 +40,8 @@ class ResponseHandle:
         self.played_ms = 0
         self.acked_ms: int | None = None
         self.fenced = False
+        #: A commit was processed after this response finished (acks may now be refused).
+        self.sealed = False
         self.created_at = clock()
         self.first_audio_at: float | None = None
         self.first_text_at: float | None = None
@@ -120,6 +126,7 @@ class ResponseTracker:
         self.fenced: set[str] = set()
         self.active: ResponseHandle | None = None
         self.finished: list[ResponseHandle] = []
+        self._unsealed = 0  # finished[_unsealed:] have seen no commit since they finished
         self.listens: list[ResponseHandle] = []
         self.decode_errors = 0
 
@@ -158,6 +165,10 @@ class ResponseTracker:
             self._listen(event)
         elif isinstance(event, r.ResponseDone):
             self._done(event)
+        elif isinstance(event, InputAudioBufferCommitted):
+            for handle in self.finished[self._unsealed :]:
+                handle.sealed = True
+            self._unsealed = len(self.finished)
         elif isinstance(event, r.OutputAudioBufferCleared):
             self.fence(event.response_id)
         elif isinstance(event, InputAudioBufferSpeechStarted):

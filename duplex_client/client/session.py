@@ -34,7 +34,7 @@ from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.codec import CodecError, loads
 from duplex_client.protocol.errors import DuplexSessionClosedError
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, parse_server_event
-from duplex_client.protocol.response_events import ResponseEvent
+from duplex_client.protocol.response_events import ResponseDone, ResponseEvent
 
 log = logging.getLogger("duplex_client")
 
@@ -100,6 +100,8 @@ class DuplexClientBase(InputMethods, Resuming):
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._ack_task: asyncio.Task[None] | None = None
+        self._playback_ack_task: asyncio.Task[None] | None = None
+        self._playback_acks_due = False
         self._last_stream: StreamResult | None = None
         self.tracker = ResponseTracker(
             self._decided.put,
@@ -213,6 +215,11 @@ class DuplexClientBase(InputMethods, Resuming):
         """Observe every server event synchronously in arrival order (for recorders)."""
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: EventListener) -> None:
+        """Stop calling a listener added with `add_listener` (unknown ones are ignored)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
     def add_reconnect_listener(self, listener: ReconnectListener) -> None:
         """Observe each reconnection when it ends (and again if its outcome changes)."""
         if listener not in self._reconnect_listeners:
@@ -296,6 +303,8 @@ class DuplexClientBase(InputMethods, Resuming):
         elif isinstance(event, ResponseEvent) and (unit := event.unit_index) is not None:
             self._link.outbox.confirm_unit(unit)
         self.tracker.feed(event)
+        if isinstance(event, ResponseDone) and self.ack_policy == "received":
+            self._schedule_playback_acks()
         if terminal:
             self._terminal = True
             reason = event.raw.get("reason")
@@ -308,6 +317,26 @@ class DuplexClientBase(InputMethods, Resuming):
     def _schedule_ack(self) -> None:
         if self._ack_task is None or self._ack_task.done():
             self._ack_task = asyncio.create_task(self._flush_ack())
+
+    def _schedule_playback_acks(self) -> None:
+        """Ack a finished response at once when what was received counts as played.
+
+        Acking only before our own commits is too late when the server commits (server
+        VAD): under `ack_only` an ack for a response finished before a later commit is
+        refused, and the answer would never enter history (protocol.md §7).
+        """
+        self._playback_acks_due = True
+        if self._playback_ack_task is None or self._playback_ack_task.done():
+            self._playback_ack_task = asyncio.create_task(self._ack_quietly())
+
+    async def _ack_quietly(self) -> None:
+        while self._playback_acks_due:
+            self._playback_acks_due = False
+            await asyncio.sleep(0)  # one pass for every response.done already buffered
+            if self._terminal or self._finished.is_set():
+                return
+            with contextlib.suppress(DuplexSessionClosedError):
+                await self._ack_finished()
 
     async def _flush_ack(self) -> None:
         await asyncio.sleep(0)  # coalesce every event already buffered
@@ -361,7 +390,8 @@ class DuplexClientBase(InputMethods, Resuming):
         await self._link.transport.close()
         self._finish("client_close")
         current = asyncio.current_task()
-        tasks = [t for t in (*self._tasks, self._ack_task) if t is not None and t is not current]
+        own = (*self._tasks, self._ack_task, self._playback_ack_task)
+        tasks = [t for t in own if t is not None and t is not current]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

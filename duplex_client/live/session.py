@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from duplex_client.client.session import DuplexClientBase
+from duplex_client.client.streaming import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.live import LiveFramer
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
 from duplex_client.framing.redact import audio_source_facts, video_facts
 from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.framing.units import ms_to_samples
 from duplex_client.live.camera import CameraFeed
 from duplex_client.live.controls import Action, LiveControls
 from duplex_client.live.devices import DeviceError
@@ -86,6 +86,7 @@ class LiveSession:
         self.clock = MediaClock("realtime", now=clock)
         self.sync: PlaybackSync | None = None
         self.framer: LiveFramer | None = None
+        self._follow_commits: ServerCommitFollower | None = None
         self.feed: CameraFeed | None = None
         self.commit_ids: list[str] = []
         self.append_ids: list[str] = []
@@ -106,6 +107,7 @@ class LiveSession:
         config = FramerConfig.from_capabilities(client.capabilities, chunk_ms=self.chunk_ms)
         start = StreamPosition.after_audio(client.audio_end_ms, config.grid)
         self.framer = LiveFramer(config, start)
+        self._follow_commits = ServerCommitFollower(self.framer, self.timeline, self.clock)
         if self.mic_present and not config.audio_allowed:
             self.progress.warn("the server takes no audio: the microphone is not sent")
         client.add_listener(self._on_event)
@@ -300,14 +302,8 @@ class LiveSession:
                 if not self._speech_ended:
                     self._reference_at = received_at
                 self._speech_ended = False
-                if self.framer is not None and event.audio_end_ms is not None:
-                    closed = self.framer.committed(ms_to_samples(event.audio_end_ms))
-                    offset = self.clock.offset_ms(received_at) if self.clock.started else None
-                    self.timeline.add_server_commit(
-                        audio_end_ms=event.audio_end_ms,
-                        received_offset_ms=offset,
-                        units_closed=closed,
-                    )
+                if self._follow_commits is not None:
+                    self._follow_commits(event, received_at)
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
             self._reference_at, self._speech_ended = received_at, True
         elif isinstance(event, se.InputAudioBufferSpeechStarted):

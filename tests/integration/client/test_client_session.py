@@ -431,3 +431,37 @@ async def test_response_acked_part_way_is_acked_again_before_commit() -> None:
         await client.commit()
         await wait_for(lambda: len(peer.of_type("input_audio_buffer.commit")) == 2)
         assert [a["played_ms"] for a in peer.of_type("playback.ack")] == [500, 2000]
+
+
+async def test_a_finished_response_is_acked_at_done_when_received_counts_as_played() -> None:
+    """Under `ack_policy="received"` the ack leaves at response.done, not at the next commit:
+    a server that commits by itself (server VAD) would otherwise refuse it as too late."""
+    async with ScriptedServer() as server, DuplexClient(server.url, model="m") as client:
+        await speak(server.peer, "resp_d", chunks=1)
+        await wait_for(lambda: bool(server.peer.of_type("playback.ack")))
+        ack = server.peer.of_type("playback.ack")[0]
+        assert (ack["response_id"], ack["played_ms"]) == ("resp_d", 1000)
+        assert server.peer.of_type("input_audio_buffer.commit") == []
+        assert client.tracker.handles["resp_d"].acked_ms == 1000
+
+
+@pytest.mark.parametrize(("policy", "acks"), [("ack_only", 0), ("commit_all_on_done", 1)])
+async def test_a_response_sealed_by_a_later_commit_is_not_acked_under_ack_only(
+    policy: str, acks: int
+) -> None:
+    """Its done arrived, then the server's own commit: under `ack_only` an ack is refused."""
+    config = SessionConfig(playback_commit_policy=policy)
+    async with (
+        ScriptedServer() as server,
+        DuplexClient(server.url, model="m", config=config, ack_policy="manual") as client,
+    ):
+        await speak(server.peer, "resp_s", chunks=1)
+        await server.peer.send(
+            {"type": "input_audio_buffer.committed", "client_event_id": None, "audio_end_ms": 0}
+        )
+        handles = client.tracker.handles
+        await wait_for(lambda: "resp_s" in handles and handles["resp_s"].sealed)
+        handles["resp_s"].played_ms = 700
+        await client.commit()
+        await wait_for(lambda: bool(server.peer.of_type("input_audio_buffer.commit")))
+        assert len(server.peer.of_type("playback.ack")) == acks

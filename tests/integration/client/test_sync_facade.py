@@ -51,10 +51,12 @@ async def test_sync_client_appends_commits_and_reads_responses() -> None:
         session_id, end_ms, decision, audio_ms = await asyncio.to_thread(script)
         assert session_id is not None and session_id.startswith("duplex-")
         assert (end_ms, decision, audio_ms) == (100, "speak", 100)
-        types = [m["type"] for m in server.peer.received if m["type"] != "session.event_ack"]
-        assert types == [
+        received = [m for m in server.peer.received if m["type"] != "session.event_ack"]
+        assert [m["type"] for m in received] == [
             "session.update",
             "input_audio_buffer.append",
             "input_audio_buffer.commit",
+            "playback.ack",  # at response.done: the received audio counts as played
             "session.close",
         ]
+        assert (received[3]["response_id"], received[3]["played_ms"]) == ("resp_s", 100)

@@ -18,6 +18,7 @@ from duplex_client.results import RunResult
 from duplex_client.server import ReferenceServer
 from duplex_client.server.config import speech_available
 from tests.integration.live.helpers import audio_rows, tone_pcm, write_wav
+from tests.support.numbering import numbering_pairs
 from tests.unit.live.fakes import FakeCameras, FakeSoundDevice
 
 PACE = 4.0
@@ -178,7 +179,7 @@ async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> N
     async with ReferenceServer(profile="joyai", engine="speech") as server:
         seconds = (len(first) + len(second)) / 32000 + 4
         result, _ = await live(server, tmp_path, wav, SPEECH_PACE, turn="vad", duration_s=seconds)
-        accepted = {r["event_id"]: r for r in server.appends()}
+        accepted = server.appends()
     assert result.ok, result.error
     spoken = [d for d in result.decisions if d["decision"] == "speak"]
     assert len(spoken) == 2, result.decisions
@@ -196,21 +197,11 @@ async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> N
     assert 0 < acked[whole["response_id"]]["played_ms"] <= whole["audio_ms"]
     timeline = result.timeline
     assert timeline is not None and timeline["commits"] == []  # the server commits
-    server_commits = timeline["server_commits"]
-    assert len(server_commits) == 2
+    assert len(timeline["server_commits"]) == 2
     # Both sides numbered every unit alike, except appends sent after a server commit and
     # before the client heard of it (the commit moves the server's grid; the client follows).
-    in_flight = {
-        r["index"]
-        for c in server_commits
-        for r in timeline["appends"]
-        if r["audio_end_ms"] > c["audio_end_ms"] and r["index"] <= c["after_append_index"]
-    }
-    rows = [r for r in timeline["appends"] if r["index"] not in in_flight]
-    assert len(rows) > 40
-    assert [(r["unit_kind"], r["unit_index"]) for r in rows] == [
-        (accepted[r["event_id"]]["unit_kind"], accepted[r["event_id"]]["unit_index"]) for r in rows
-    ]
+    ours, theirs = numbering_pairs(timeline, accepted)
+    assert len(ours) > 40 and ours == theirs
 
 
 async def test_camera_only_sends_one_vision_unit_per_second(tmp_path: Path, tone_wav: Path) -> None:

@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duplex_client.framing import (
+    BytesPcmSource,
     FrameGroup,
+    Framer,
     FramerConfig,
     InputTimeline,
     PlannedAppend,
@@ -25,7 +27,7 @@ from duplex_client.framing import (
 )
 from duplex_client.framing.live import LiveFramer
 from duplex_client.server.assembler import FramePack, UnitAssembler
-from tests.unit.framing.fakes import caps, speech_pcm
+from tests.unit.framing.fakes import FakeSampler, caps, speech_pcm
 from tests.unit.live.test_live_framer import Feed
 
 
@@ -40,7 +42,7 @@ def pack(group: FrameGroup | None) -> FramePack | None:
 class Wire:
     """The client framer and the server assembler, with server commits in flight between them."""
 
-    framer: LiveFramer
+    framer: LiveFramer | Framer
     server: UnitAssembler
     commit_after: dict[int, int]  # append count → appends until the client hears of it
     timeline: InputTimeline = field(default_factory=InputTimeline)
@@ -110,6 +112,36 @@ def test_the_client_grid_rejoins_the_server_after_late_commits(
         assert a.unit_index == server_index, (a, server_index)
         if a.frames is not None:
             assert pack(a.frames).frames == server_frames  # type: ignore[union-attr]
+    assert check_timeline(wire.timeline.to_dict(), check_totals=False) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    clip_ms=st.integers(200, 6000),
+    tail_ms=st.sampled_from([0, 700, 2000]),
+    commits=st.dictionaries(st.integers(1, 40), st.integers(0, 6), max_size=3),
+    chunk_ms=st.sampled_from([100, 200, 1000]),
+)
+def test_a_planned_stream_follows_server_commits_between_appends(
+    clip_ms: int, tail_ms: int, commits: dict[int, int], chunk_ms: int
+) -> None:
+    config = FramerConfig.from_capabilities(caps(), chunk_ms=chunk_ms)
+    framer = Framer(config)
+    wire = Wire(framer, UnitAssembler(config.grid, 2), commits)
+    plan = framer.plan(
+        BytesPcmSource(speech_pcm(clip_ms)), FakeSampler(clip_ms, fps=5), tail_silence_ms=tail_ms
+    )
+    while True:  # the stream loop: it hears events while it waits, then plans the next append
+        wire.hear()
+        append = next(plan, None)
+        if append is None:
+            break
+        wire.deliver([append])
+    for a, server_index, server_frames, window in wire.rows:
+        if not window:
+            assert a.unit_index == server_index, (a, server_index)
+            if a.frames is not None:
+                assert pack(a.frames).frames == server_frames  # type: ignore[union-attr]
     assert check_timeline(wire.timeline.to_dict(), check_totals=False) == []
 
 
