@@ -148,9 +148,10 @@ class InputMethods:
     async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
         """Seal the turn (`final=False`: flush whole units only). Acks finished responses first."""
         await self._ack_finished()
-        return await self._send(
-            ce.InputAudioBufferCommit(final=final, response_create=create_response)
-        )
+        event = ce.InputAudioBufferCommit(final=final, response_create=create_response)
+        if final:
+            self.tracker.commit_sent(event.event_id)
+        return await self._send(event)
 
     async def create_response(self, **options: Any) -> str:
         """Ask for a response; options go into `response` (modalities, instructions, ...)."""

@@ -133,17 +133,25 @@ class Link:
         kind = INPUT_KINDS.get(etype) if isinstance(etype, str) else None
         event_id = payload.get("event_id")
         if kind is not None and isinstance(event_id, str) and resumable:
-            unit = payload.get("unit_index")
-            await self._send_input(event_id, kind, data, unit if isinstance(unit, int) else None)
+            unit, end = payload.get("unit_index"), payload.get("audio_end_ms")
+            await self._send_input(
+                event_id,
+                kind,
+                data,
+                unit if isinstance(unit, int) else None,
+                end if isinstance(end, int) else None,
+            )
         else:
             await self._send_control(data, droppable=etype in DROPPABLE, resumable=resumable)
 
     async def _send_input(
-        self, event_id: str, kind: InputKind, data: bytes, unit: int | None
+        self, event_id: str, kind: InputKind, data: bytes, unit: int | None, end_ms: int | None
     ) -> None:
         if not self.connected and self.outbox.unsent_bytes > self.max_queued_bytes:
             await self.wait_connected()
-        entry = self.outbox.add(event_id, kind, data, unit=unit, trim=self.connected)
+        entry = self.outbox.add(
+            event_id, kind, data, unit=unit, audio_end_ms=end_ms, trim=self.connected
+        )
         if not self.connected:
             return  # queued: it goes out right after the resume
         async with self._lock:

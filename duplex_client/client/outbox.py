@@ -2,8 +2,9 @@
 
 Sans-I/O. An acknowledged commit confirms itself and everything sent before it, and so does
 a server decision on a unit (our server's `metadata.unit_index`, protocol.md §4.3) for the
-append that closed that unit; on resume, `pending_after(input.last_event_id)` drops what the
-server already has, and the rest is sent again with the original ids, in the original order.
+append that closed that unit, unless a server commit has since moved the grid under it; on
+resume, `pending_after(input.last_event_id)` drops what the server already has, and the rest
+is sent again with the original ids, in the original order.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class OutboxEntry:
     wire: int | None = None
     #: The `unit_index` of the unit this append closes, if any.
     unit: int | None = None
+    #: The append's cumulative `audio_end_ms` (None for commits).
+    audio_end_ms: int | None = None
 
 
 class Outbox:
@@ -65,11 +68,13 @@ class Outbox:
         data: bytes,
         *,
         unit: int | None = None,
+        audio_end_ms: int | None = None,
         trim: bool = True,
     ) -> OutboxEntry:
         """Record an input event about to be sent (or queued); `unit` is the unit it closes."""
         # A compact copy: the encoder's buffer can be much larger than its content.
-        entry = OutboxEntry(self._next, event_id, kind, memoryview(data).tobytes(), unit=unit)
+        data = memoryview(data).tobytes()
+        entry = OutboxEntry(self._next, event_id, kind, data, unit=unit, audio_end_ms=audio_end_ms)
         self._next += 1
         self._entries.append(entry)
         self._bytes += len(data)
@@ -125,6 +130,17 @@ class Outbox:
             if entry.unit is not None and entry.unit > unit_index:
                 break
         return False
+
+    def server_committed(self, audio_end_ms: int) -> None:
+        """The server sealed a turn at `audio_end_ms` by itself (server VAD, protocol.md §4.2).
+
+        It restarted its unit grid there. Appends past that point were numbered on the old
+        grid by a client that had not heard of the commit yet, so their unit numbers no
+        longer name the server's units: a decision on unit k must not release them.
+        """
+        for entry in self._entries:
+            if entry.audio_end_ms is not None and entry.audio_end_ms > audio_end_ms:
+                entry.unit = None
 
     def discard(self, event_id: str) -> None:
         """Forget an event the server rejected (resending it would only repeat the error)."""

@@ -11,6 +11,7 @@ from duplex_client.client.queues import DropOldestQueue
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol.codec import CodecError
 from duplex_client.protocol.server_events import (
+    ErrorEvent,
     InputAudioBufferCommitted,
     InputAudioBufferSpeechStarted,
     ServerEvent,
@@ -127,6 +128,7 @@ class ResponseTracker:
         self.active: ResponseHandle | None = None
         self.finished: list[ResponseHandle] = []
         self._unsealed = 0  # finished[_unsealed:] have seen no commit since they finished
+        self._commits_in_flight: set[str] = set()
         self.listens: list[ResponseHandle] = []
         self.decode_errors = 0
 
@@ -166,9 +168,12 @@ class ResponseTracker:
         elif isinstance(event, r.ResponseDone):
             self._done(event)
         elif isinstance(event, InputAudioBufferCommitted):
+            self._commits_in_flight.discard(event.client_event_id or "")
             for handle in self.finished[self._unsealed :]:
                 handle.sealed = True
             self._unsealed = len(self.finished)
+        elif isinstance(event, ErrorEvent):
+            self._commits_in_flight.discard(event.error.event_id or "")
         elif isinstance(event, r.OutputAudioBufferCleared):
             self.fence(event.response_id)
         elif isinstance(event, InputAudioBufferSpeechStarted):
@@ -176,6 +181,11 @@ class ResponseTracker:
                 self.fence(self.active.response_id)
         elif isinstance(event, r.ResponseEvent):
             self._output(event)
+
+    def commit_sent(self, event_id: str) -> None:
+        """A final commit of ours is on its way: a response finishing before the server
+        processes it is sealed by it (its done arrives first, §7)."""
+        self._commits_in_flight.add(event_id)
 
     def _created(self, event: r.ResponseCreated) -> None:
         rid = event.response_id
@@ -214,6 +224,8 @@ class ResponseTracker:
             self._decide(handle, "listen")
         handle._finish(event.status, event.reason)
         self.finished.append(handle)
+        if self._commits_in_flight:
+            handle.sealed = True
         if self.active is handle:
             self.active = None
 

@@ -298,6 +298,8 @@ class DuplexClientBase(InputMethods, Resuming):
         elif isinstance(event, se.InputAudioBufferCommitted) and event.client_event_id:
             self._outcomes.settle(event.client_event_id, event)
             self._link.outbox.confirm(event.client_event_id)
+        elif isinstance(event, se.InputAudioBufferCommitted) and event.audio_end_ms is not None:
+            self._link.outbox.server_committed(event.audio_end_ms)
         elif isinstance(event, se.SessionResyncRequired):
             self._resync(event)
         elif isinstance(event, ResponseEvent) and (unit := event.unit_index) is not None:

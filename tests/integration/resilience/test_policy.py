@@ -202,3 +202,20 @@ def test_outbox_a_unit_decision_confirms_the_append_that_closed_it() -> None:
     assert not box.confirm_unit(3) and held(box) == ["e", "f"]
     assert box.pending_after("d") and held(box) == ["e", "f"]  # d is the horizon
     assert not box.confirm_unit(7) and held(box) == ["e", "f"]  # no such append held
+
+
+def test_outbox_a_server_commit_voids_unit_numbers_sent_past_it() -> None:
+    """Sealed at 5600 ms; the client, not knowing, had closed its unit 6 at 6400 ms."""
+    box = Outbox()
+    for event_id, unit, end in [
+        ("a", 5, 5400),
+        ("b", None, 5600),
+        ("c", None, 6000),
+        ("d", 6, 6400),
+    ]:
+        box.add(event_id, "append", b"x" * 10, unit=unit, audio_end_ms=end).wire = 1
+    box.server_committed(5600)
+    # the server's unit 6 is the residual that ends at 5600: b, not d
+    assert not box.confirm_unit(6) and held(box) == ["a", "b", "c", "d"]
+    box.add("e", "append", b"x" * 10, unit=8, audio_end_ms=7600).wire = 1  # renumbered
+    assert box.confirm_unit(8) and held(box) == []

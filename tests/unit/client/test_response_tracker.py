@@ -187,3 +187,25 @@ def test_close_finishes_open_handles() -> None:
     h.t.close("disconnect")
     assert h.t.handles["r1"].done and h.t.handles["r1"].reason == "disconnect"
     assert h.decided[0].decision == "listen"
+
+
+def test_a_commit_seals_the_responses_finished_before_it() -> None:
+    """§7: an ack for a response that finished before a later commit was processed is late."""
+    h = Harness()
+
+    def done(rid: str) -> Any:
+        return ev("response.done", response={"id": rid, "status": "completed"})
+
+    h.feed(ev("response.created", response={"id": "r1"}), audio("r1"), done("r1"))
+    h.feed(ev("input_audio_buffer.committed", client_event_id=None, audio_end_ms=500))
+    assert h.t.handles["r1"].sealed  # the server's own commit came after its done
+    h.t.commit_sent("evt_c")
+    h.feed(ev("response.created", response={"id": "r2"}), done("r2"))
+    assert h.t.handles["r2"].sealed  # done before our commit's ack: processed before it
+    h.feed(ev("input_audio_buffer.committed", client_event_id="evt_c", audio_end_ms=900))
+    h.feed(ev("response.created", response={"id": "r3"}), done("r3"))
+    assert not h.t.handles["r3"].sealed
+    h.t.commit_sent("evt_bad")
+    h.feed(ev("error", error={"code": "input_audio_buffer_empty", "event_id": "evt_bad"}))
+    h.feed(ev("response.created", response={"id": "r4"}), done("r4"))
+    assert not h.t.handles["r4"].sealed  # the refused commit is no longer in flight
