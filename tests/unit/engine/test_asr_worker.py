@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +50,45 @@ def test_a_failed_worker_job_is_decoded_in_process(caplog: pytest.LogCaptureFixt
     worker.close()
     assert texts == [shared_recognizer().transcribe(samples)]
     assert "worker failed" in caplog.text
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """A spawned multiprocessing child would import the script again and run it twice."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from duplex_client.server.engine.asr_worker import AsrWorker\n"
+        "from duplex_client.server.engine.pcm import to_float\n"
+        "from duplex_client.server.engine.tts import speech_pcm16\n"
+        "print('RUN', flush=True)\n"
+        "worker = AsrWorker()\n"
+        "samples = to_float(speech_pcm16('what color do you see', 16000), 'pcm16')\n"
+        "print(worker.submit([samples]).result(timeout=60)[0], flush=True)\n"
+        "worker.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("RUN") == 1 and "color" in done.stdout
+
+
+def test_a_worker_that_dies_fails_its_jobs_and_is_replaced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    samples = to_float(speech_pcm16("what do you see", 16000), "pcm16")
+    worker = AsrWorker()
+    try:
+        _, first_pid = worker.submit([samples]).result(timeout=60)
+        job = worker.submit([samples] * 12)  # a second or more of decoding: still running
+        os.kill(first_pid, signal.SIGKILL)
+        with caplog.at_level(logging.WARNING):
+            texts = worker.texts(job, [samples])  # failed with the process: decoded here
+        assert texts == [shared_recognizer().transcribe(samples)]
+        assert "worker failed" in caplog.text
+        again, pid = worker.submit([samples]).result(timeout=60)
+    finally:
+        worker.close()
+    assert again == texts and pid not in (first_pid, os.getpid())
 
 
 class HeldWorker:
