@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from duplex_client.client.resume import ReconnectListener, ReconnectReport
+from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.framer import Framer
-from duplex_client.framing.live import LiveFramer
 from duplex_client.framing.plan import (
     DEFAULT_CHUNK_MS,
     FramerConfig,
@@ -27,9 +27,9 @@ from duplex_client.framing.sources import (
     PcmSource,
 )
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.framing.units import UnitGrid, ms_to_samples, samples_to_ms
+from duplex_client.framing.units import UnitGrid, samples_to_ms
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.protocol.server_events import InputAudioBufferCommitted, ServerEvent
+from duplex_client.protocol.server_events import ServerEvent
 
 #: Deadlines are met to within this much (guards against float residue in sleep loops).
 _DEADLINE_SLACK_S = 1e-6
@@ -78,41 +78,6 @@ class _Listenable(Protocol):
 @runtime_checkable
 class _Unlistenable(_Listenable, Protocol):
     def remove_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
-
-
-class ServerCommitFollower:
-    """A listener for commits the server makes (server VAD): re-anchor the framer, record them.
-
-    The server seals a turn wherever it detected the end of speech and restarts its unit
-    grid there (protocol.md §4.2); the framer follows, even when the news comes after more
-    appends were sent, and the timeline lists the commit under `server_commits`.
-    """
-
-    def __init__(
-        self,
-        framer: Framer | LiveFramer,
-        timeline: InputTimeline | None,
-        clock: MediaClock,
-    ) -> None:
-        self.framer = framer
-        self.timeline = timeline
-        self.clock = clock
-
-    def __call__(self, event: ServerEvent, received_at: float) -> None:
-        """Follow `event` if it is a commit the server made."""
-        if not (
-            isinstance(event, InputAudioBufferCommitted)
-            and event.client_event_id is None
-            and event.audio_end_ms is not None
-        ):
-            return
-        rate = self.framer.config.grid.sample_rate_hz
-        moved = self.framer.committed(ms_to_samples(event.audio_end_ms, rate))
-        if self.timeline is not None:
-            offset = self.clock.offset_ms(received_at) if self.clock.started else None
-            self.timeline.add_server_commit(
-                audio_end_ms=event.audio_end_ms, received_offset_ms=offset, units_closed=moved
-            )
 
 
 @runtime_checkable
@@ -307,17 +272,13 @@ async def stream(
     commit_id: str | None = None
     end_ms = start.media_ms
     try:
-        while True:
-            # Wait first, then plan: an append planned before the wait could miss a server
-            # commit heard during it and close a unit on a grid the server has left.
-            due = framer.media_ms
+        for planned in plan:
+            # Planned ahead (frame decoding and encoding happen here, not after the wait); a
+            # server commit heard during the wait moves the grid, so the label is redone.
+            follower.expect([planned])
             if clock.realtime:
-                await _sleep_until(clock, due, sleep)
-            append = next(plan, None)
-            if append is None:
-                break
-            if clock.realtime and append.media_start_ms > due:
-                await _sleep_until(clock, append.media_start_ms, sleep)
+                await _sleep_until(clock, planned.media_start_ms, sleep)
+            append = follower.take()
             sent_at = clock.now()
             event_id = await target.append_input(
                 append.pcm or None,

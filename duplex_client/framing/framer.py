@@ -60,11 +60,6 @@ class Framer:
         """Where the planned appends so far have left the timelines."""
         return self._w.position(clip_had_audio=self._had_audio, last_frames=self._last)
 
-    @property
-    def media_ms(self) -> int:
-        """Media time planned so far: where the next append starts."""
-        return samples_to_ms(self._w.media, self.config.grid.sample_rate_hz)
-
     def committed(self, audio_end_samples: int) -> int:
         """The server sealed the turn at `audio_end_samples` (server VAD, protocol.md §4.2).
 
@@ -72,6 +67,10 @@ class Framer:
         planned; the appends still to come follow. Returns how far the next `unit_index` moved.
         """
         return self._w.reanchor(audio_end_samples, slack=self.config.grid.sample_rate_hz // 1000)
+
+    def relabel(self, append: PlannedAppend) -> PlannedAppend:
+        """An append planned before `committed()` moved the grid, labelled for the new grid."""
+        return self._w.relabel(append)
 
     def plan(
         self,

@@ -67,6 +67,15 @@ class UnitHistory:
                 break
         return best
 
+    def closing_within(self, start: int, end: int) -> SentUnit | None:
+        """The last audio unit an append spanning samples (start, end] closes, if any."""
+        for unit in reversed(self.units):
+            if unit.audio_unit is not None and start < unit.end <= end:
+                return unit
+            if unit.end <= start:
+                return None
+        return None
+
     def replay(
         self,
         at: int,

@@ -130,7 +130,9 @@ class LiveFramer:
             if self.unit_open or not self.config.vision_allowed:
                 room = left
                 if self.config.vision_allowed:
-                    room = min(left, self._w.unit_left() - len(self._buf) // _BPS)
+                    # 0 when a server commit moved the unit's end before what is buffered:
+                    # the buffer is released up to it first
+                    room = max(0, min(left, self._w.unit_left() - len(self._buf) // _BPS))
                 out += self._buffer(bytes(room * _BPS), False, fallback=True)
                 left -= room
                 continue
@@ -177,6 +179,10 @@ class LiveFramer:
         if w.unit_start != before:
             self._vision_from = None
         return moved
+
+    def relabel(self, append: PlannedAppend) -> PlannedAppend:
+        """An append released before `committed()` moved the grid, labelled for the new grid."""
+        return self._w.relabel(append)
 
     # --- internals ---
 

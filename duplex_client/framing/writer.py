@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from duplex_client.framing.history import SentUnit, UnitHistory
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, Segment, StreamPosition
@@ -170,6 +171,21 @@ class UnitWriter:
             state.unit_start,
         )
         return moved
+
+    def relabel(self, append: PlannedAppend) -> PlannedAppend:
+        """An audio append planned before a re-anchor, labelled as the server now sees it.
+
+        Closing a unit on the new grid (its end within the append) it takes that unit's index
+        (AUDIO unless it already carries frames); closing none it loses its unit and frames (an
+        append with frames must close a unit). Its PCM and media span stay as planned.
+        """
+        if not append.pcm:
+            return append
+        unit = self.history.closing_within(append.audio_start_samples, append.audio_end_samples)
+        if unit is None:
+            return replace(append, unit_kind=None, unit_index=None, frames=None)
+        kind = UnitKind.AUDIO if append.frames is None else UnitKind.OMNI
+        return replace(append, unit_kind=kind, unit_index=unit.unit_index)
 
     def position(
         self, *, clip_had_audio: bool = True, last_frames: FrameGroup | None = None

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.client.session import DuplexClientBase
-from duplex_client.client.streaming import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.live import LiveFramer
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
@@ -264,7 +264,11 @@ class LiveSession:
     # --- sending ---
 
     async def _send(self, appends: list[PlannedAppend]) -> None:
-        for a in appends:
+        follow = self._follow_commits
+        if follow is not None:
+            follow.expect(appends)  # a server commit heard meanwhile relabels the rest
+        for planned in appends:
+            a = planned if follow is None else follow.take()
             sent_at = self.clock.now()
             event_id = await self.client.append_input(
                 a.pcm or None,

@@ -1,0 +1,81 @@
+"""Following the commits a server makes by itself (server VAD) while input streams.
+
+The server seals a turn wherever it detected the end of speech and restarts its unit grid
+there (protocol.md §4.2). The client hears of it a round trip later, so the framer re-anchors
+then (`committed`), and appends already planned but not yet sent are labelled again for the
+new grid before they go out. Each commit is listed under `server_commits` in the timeline with
+`units_closed`: how far it moved the unit numbering of the appends sent after it, which is
+what the timeline invariants count.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.plan import FramerConfig, PlannedAppend
+from duplex_client.framing.timeline import InputTimeline
+from duplex_client.framing.units import ms_to_samples
+from duplex_client.protocol.server_events import InputAudioBufferCommitted, ServerEvent
+
+
+class FollowingFramer(Protocol):
+    """What both framers offer for server commits."""
+
+    config: FramerConfig
+
+    def committed(self, audio_end_samples: int) -> int:
+        """Re-anchor at a commit position; how far the next `unit_index` moved."""
+        ...
+
+    def relabel(self, append: PlannedAppend) -> PlannedAppend:
+        """A planned append labelled for the grid as it now is."""
+        ...
+
+
+class ServerCommitFollower:
+    """An event listener that re-anchors a framer on server commits and records them.
+
+    Between `expect(planned)` and the matching `take()` calls, appends planned before a
+    commit is heard are relabelled when it is; the commit's `units_closed` leaves out what
+    their new labels account for, so the timeline's numbering adds up for what was sent.
+    """
+
+    def __init__(
+        self, framer: FollowingFramer, timeline: InputTimeline | None, clock: MediaClock
+    ) -> None:
+        self.framer = framer
+        self.timeline = timeline
+        self.clock = clock
+        self.heard = 0
+        self._pending: deque[PlannedAppend] = deque()
+
+    def expect(self, planned: Sequence[PlannedAppend]) -> None:
+        """These appends are planned and about to be sent, in order."""
+        self._pending = deque(planned)
+
+    def take(self) -> PlannedAppend:
+        """The next expected append, labelled for the grid as it is now."""
+        return self._pending.popleft()
+
+    def __call__(self, event: ServerEvent, received_at: float) -> None:
+        """Follow `event` if it is a commit the server made."""
+        if not (
+            isinstance(event, InputAudioBufferCommitted)
+            and event.client_event_id is None
+            and event.audio_end_ms is not None
+        ):
+            return
+        rate = self.framer.config.grid.sample_rate_hz
+        moved = self.framer.committed(ms_to_samples(event.audio_end_ms, rate))
+        self.heard += 1
+        before = list(self._pending)
+        self._pending = deque(self.framer.relabel(a) for a in before)
+        moved -= sum(a.closes_unit for a in self._pending) - sum(a.closes_unit for a in before)
+        if self.timeline is not None:
+            offset = self.clock.offset_ms(received_at) if self.clock.started else None
+            self.timeline.add_server_commit(
+                audio_end_ms=event.audio_end_ms, received_offset_ms=offset, units_closed=moved
+            )
