@@ -27,6 +27,16 @@ from duplex_client.wavfile import GrowingWav
 #: Event fields holding base64 media; replaced by a size note in `events.jsonl`.
 _PAYLOAD_FIELDS = ("delta", "audio")
 
+#: The files of a bundle; a directory used again loses the earlier run's (and nothing else).
+BUNDLE_FILES = (
+    "events.jsonl",
+    "output.wav",
+    "transcript.txt",
+    "session.json",
+    "result.json",
+    "input_timeline.json",
+)
+
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON (2-space indent, UTF-8) through a temporary file and a rename."""
@@ -56,6 +66,12 @@ class RunBundle:
         probe = self.dir / ".write_test"
         probe.write_bytes(b"")
         probe.unlink()
+        # An earlier run's files would otherwise mix with this one's: its transcript is
+        # appended to, its extra answer WAVs stay, its result stands if this run dies early.
+        for name in BUNDLE_FILES:
+            (self.dir / name).unlink(missing_ok=True)
+        for old in self.dir.glob("response_*.wav"):
+            old.unlink(missing_ok=True)
         self.clock = clock
         self.origin = clock()
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")

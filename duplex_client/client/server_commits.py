@@ -49,7 +49,6 @@ class ServerCommitFollower:
         self.framer = framer
         self.timeline = timeline
         self.clock = clock
-        self.heard = 0
         self._pending: deque[PlannedAppend] = deque()
 
     def expect(self, planned: Sequence[PlannedAppend]) -> None:
@@ -70,7 +69,6 @@ class ServerCommitFollower:
             return
         rate = self.framer.config.grid.sample_rate_hz
         moved = self.framer.committed(ms_to_samples(event.audio_end_ms, rate))
-        self.heard += 1
         before = list(self._pending)
         self._pending = deque(self.framer.relabel(a) for a in before)
         moved -= sum(a.closes_unit for a in self._pending) - sum(a.closes_unit for a in before)

@@ -114,4 +114,18 @@ def test_bundle_fails_early_on_unwritable_directory(tmp_path: Path) -> None:
         raise AssertionError("expected OSError")
 
 
+def test_a_reused_directory_loses_the_earlier_bundle_and_nothing_else(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    stale = ["transcript.txt", "result.json", "output.wav", "response_009_resp_old.wav"]
+    for name in stale:
+        (run / name).write_text("from an earlier run")
+    (run / "notes.md").write_text("mine")
+    bundle = RunBundle(run)
+    assert not any((run / name).exists() for name in stale)
+    assert (run / "notes.md").read_text() == "mine"
+    bundle.finish({"ok": True})
+    assert (run / "transcript.txt").read_text() == ""  # not the earlier run's lines
+
+
 def _unused(*_: Any) -> None: ...
