@@ -173,7 +173,7 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
 async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> None:
     from duplex_client.server.engine.tts import speech_pcm16
 
-    first = speech_pcm16("what color do you see", 16000, lead_ms=300, tail_ms=1500)
+    first = speech_pcm16("what color do you see", 16000, lead_ms=300, tail_ms=2500)
     second = speech_pcm16("tell me what color you see", 16000, tail_ms=2500)
     wav = write_wav(tmp_path / "talk.wav", first + second)
     async with ReferenceServer(profile="joyai", engine="speech") as server:
