@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
@@ -13,6 +14,7 @@ from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.codec import b64encode, encode_image
+from duplex_client.protocol.errors import DuplexSessionClosedError
 
 AckPolicy = Literal["received", "manual"]
 
@@ -105,6 +107,10 @@ class InputMethods:
     tracker: ResponseTracker
     ack_policy: AckPolicy
     session: dict[str, Any]
+    _terminal: bool
+    _finished: asyncio.Event
+    _playback_ack_task: asyncio.Task[None] | None
+    _playback_acks_due: bool
     _samples: int
     _width: int
     _rate: int
@@ -212,6 +218,26 @@ class InputMethods:
             if handle.acked_ms is not None and played <= handle.acked_ms:
                 continue
             await self.ack_playback(played, response_id=handle.response_id, truncate=handle.fenced)
+
+    def _schedule_playback_acks(self) -> None:
+        """Ack a finished response at once when what was received counts as played.
+
+        Acking only before our own commits is too late when the server commits (server
+        VAD): under `ack_only` an ack for a response finished before a later commit is
+        refused, and the answer would never enter history (protocol.md §7).
+        """
+        self._playback_acks_due = True
+        if self._playback_ack_task is None or self._playback_ack_task.done():
+            self._playback_ack_task = asyncio.create_task(self._ack_quietly())
+
+    async def _ack_quietly(self) -> None:
+        while self._playback_acks_due:
+            self._playback_acks_due = False
+            await asyncio.sleep(0)  # one pass for every response.done already buffered
+            if self._terminal or self._finished.is_set():
+                return
+            with contextlib.suppress(DuplexSessionClosedError):
+                await self._ack_finished()
 
     def _acks_expire(self) -> bool:
         """Whether an ack for a response finished before a later commit is refused (§7)."""

@@ -320,26 +320,6 @@ class DuplexClientBase(InputMethods, Resuming):
         if self._ack_task is None or self._ack_task.done():
             self._ack_task = asyncio.create_task(self._flush_ack())
 
-    def _schedule_playback_acks(self) -> None:
-        """Ack a finished response at once when what was received counts as played.
-
-        Acking only before our own commits is too late when the server commits (server
-        VAD): under `ack_only` an ack for a response finished before a later commit is
-        refused, and the answer would never enter history (protocol.md §7).
-        """
-        self._playback_acks_due = True
-        if self._playback_ack_task is None or self._playback_ack_task.done():
-            self._playback_ack_task = asyncio.create_task(self._ack_quietly())
-
-    async def _ack_quietly(self) -> None:
-        while self._playback_acks_due:
-            self._playback_acks_due = False
-            await asyncio.sleep(0)  # one pass for every response.done already buffered
-            if self._terminal or self._finished.is_set():
-                return
-            with contextlib.suppress(DuplexSessionClosedError):
-                await self._ack_finished()
-
     async def _flush_ack(self) -> None:
         await asyncio.sleep(0)  # coalesce every event already buffered
         if self._terminal or self._finished.is_set():
