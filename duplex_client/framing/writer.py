@@ -157,7 +157,8 @@ class UnitWriter:
         late, one already closed on the grid the server left: the numbering then follows
         the server's from the commit on. `at_samples` within `slack` of an append end counts
         as that end (the server's ms are rounded); on a boundary nothing changes. Returns how
-        far the next `unit_index` moved (0: the grid stays).
+        far the next `unit_index` moved (0 when nothing changed, or when a late commit moved
+        the grid but the numbering came out where it was).
         """
         at = self.history.snap(min(at_samples, self.audio), slack)
         open_unit = SentUnit(self.unit_index, self.audio_unit, self.unit_start, self.audio)
