@@ -1,7 +1,8 @@
 """The run bundle on disk, written as the run goes so an interrupted run keeps what it got.
 
-Files: `events.jsonl` (every server event with its receive time; audio payloads elided to
-their size, secrets redacted), `output.wav` (all kept answer audio in order) and one WAV per
+Files: `events.jsonl` (every server event with its receive time since the bundle opened,
+`t_ms`, and on the media clock, `media_ms`; audio payloads elided to their size, secrets
+redacted), `output.wav` (all kept answer audio in order) and one WAV per
 response, `transcript.txt`, `session.json` (config sent with secrets removed, capabilities
 received) and `result.json`. `input_timeline.json` is written by `InputTimeline`.
 """
@@ -20,6 +21,7 @@ from duplex_client.client.config import redact
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.transport import redact_url
+from duplex_client.framing.clock import MediaClock
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
 from duplex_client.wavfile import GrowingWav
@@ -35,6 +37,9 @@ BUNDLE_FILES = (
     "session.json",
     "result.json",
     "input_timeline.json",
+    "heard.wav",
+    "conversation.wav",
+    ".sent_input.pcm",
 )
 
 
@@ -83,6 +88,10 @@ class RunBundle:
         self._written: dict[str, int] = {}
         self._transcribed: set[int] = set()
         self._client: DuplexClientBase | None = None
+        self._clock: MediaClock | None = None
+        self._heard_start: Callable[[str], float | None] | None = None
+        # Lines received before the media clock's anchor: rewritten with `media_ms` once known.
+        self._unanchored: list[tuple[float, dict[str, Any]]] = []
 
     def offset_ms(self, t: float) -> float:
         """A monotonic time as ms since the bundle's origin (3 decimals)."""
@@ -90,9 +99,18 @@ class RunBundle:
 
     # --- wiring ---
 
-    def attach(self, client: DuplexClientBase) -> None:
-        """Record every event of this client from now on."""
+    def attach(
+        self,
+        client: DuplexClientBase,
+        *,
+        clock: MediaClock | None = None,
+        heard_start: Callable[[str], float | None] | None = None,
+    ) -> None:
+        """Record every event of this client from now on; `clock` gives events media time,
+        `heard_start` a response's place in `heard.wav` for the transcript."""
         self._client = client
+        self._clock = clock
+        self._heard_start = heard_start
         self.output_sample_rate_hz = client.config.output_sample_rate_hz
         client.add_listener(self.on_event)
 
@@ -118,15 +136,39 @@ class RunBundle:
         self.event_count += 1
         line = {
             "t_ms": self.offset_ms(received_at),
+            "media_ms": self._media_ms(received_at),
             "type": event.type,
             "event": elide_payloads(event.raw),
         }
+        if self._unanchored and self._clock is not None and self._clock.started:
+            self._anchor_early_lines()
+        if line["media_ms"] is None and self._clock is not None and self._clock.realtime:
+            self._unanchored.append((received_at, line))
         self._events.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._events.flush()
         if isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
             self._write_audio(event.response_id)
         elif isinstance(event, r.ResponseDone | r.ResponseListen):
             self._write_transcripts()
+
+    def _media_ms(self, t: float) -> float | None:
+        return None if self._clock is None else self._clock.media_ms_at(t)
+
+    def _anchor_early_lines(self) -> None:
+        """Give the lines written before the stream started their (negative) media time.
+
+        They are all the file holds so far, so the file is written again through a rename.
+        """
+        early, self._unanchored = self._unanchored, []
+        path = self.dir / "events.jsonl"
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            for received_at, line in early:
+                line["media_ms"] = self._media_ms(received_at)
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._events.close()
+        os.replace(tmp, path)
+        self._events = path.open("a", encoding="utf-8")
 
     def _write_audio(self, response_id: str) -> None:
         if self._client is None:
@@ -166,7 +208,19 @@ class RunBundle:
                 self._transcribed.add(n)
                 text = handle.transcript or handle.text
                 state = handle.status or "incomplete"
-                out.write(f"[{n}] {handle.response_id} {handle.decision} ({state}): {text}\n")
+                where = self._placement(handle)
+                out.write(
+                    f"[{n}] {handle.response_id} {handle.decision} ({state}) {where}: {text}\n"
+                )
+
+    def _placement(self, handle: ResponseHandle) -> str:
+        """`unit_index=… heard_start_ms=…` for a transcript row (`-` when unknown)."""
+        unit = handle.metadata.get("unit_index")
+        start = None
+        if self._heard_start is not None and handle.response_id is not None:
+            start = self._heard_start(handle.response_id)
+        heard = "-" if start is None else str(round(start, 3))
+        return f"unit_index={'-' if unit is None else unit} heard_start_ms={heard}"
 
     @property
     def output_ms(self) -> int:
@@ -175,6 +229,9 @@ class RunBundle:
 
     def finish(self, result: dict[str, Any]) -> Path:
         """Flush transcripts, close files and write `result.json` (also after a failure)."""
+        if self._unanchored and self._clock is not None and self._clock.started:
+            with contextlib.suppress(OSError):
+                self._anchor_early_lines()
         with contextlib.suppress(OSError):
             self._write_transcripts(final=True)
         (self.dir / "transcript.txt").touch()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,10 +13,13 @@ from duplex_client.client.responses import ResponseHandle
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    import pandas as pd
 
+    from duplex_client.analysis.turns import Turn
     from duplex_client.bundle import RunBundle
     from duplex_client.client.session import DuplexClientBase
     from duplex_client.framing.timeline import InputTimeline
+    from duplex_client.run_listening import RunListening
 
 #: `ok` covers transport and lifecycle only; this sentence travels with every result.
 OK_MEANING = (
@@ -40,6 +44,13 @@ class RunProgress:
     transcript: str = ""
     lateness_p50_ms: float | None = None
     lateness_max_ms: float | None = None
+    heard_latency_p50_ms: float | None = None
+    heard_latency_max_ms: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        """Note a one-line warning for the display (and the result)."""
+        self.warnings.append(message)
 
 
 def handle_record(handle: ResponseHandle, origin: float) -> dict[str, Any]:
@@ -60,6 +71,7 @@ def handle_record(handle: ResponseHandle, origin: float) -> dict[str, Any]:
         "transcript": handle.transcript,
         "text": handle.text,
         "created_ms": at(handle.created_at),
+        "decided_ms": at(handle.decided_at),
         "first_audio_ms": at(handle.first_audio_at),
         "done_ms": at(handle.done_at),
     }
@@ -86,6 +98,14 @@ class RunResult:
     latencies_ms: dict[str, float | None] = field(default_factory=dict)
     lateness_ms: dict[str, float] | None = None
     timeline: dict[str, Any] | None = None
+    #: `realtime` (times are media time, the listener is measured) or `not_realtime`.
+    timing: str = "realtime"
+    turns: list[Turn] | None = None
+    metrics: dict[str, Any] | None = None
+    #: The user-speech segments turns were measured against (annotation or VAD), media ms.
+    user_speech: list[dict[str, float]] | None = None
+    warnings: list[str] = field(default_factory=list)
+    listening_error: str | None = None
 
     @property
     def transcript(self) -> str:
@@ -96,17 +116,44 @@ class RunResult:
             if d["decision"] == "speak" and (d["transcript"] or d["text"])
         )
 
+    def _wav(self, name: str) -> npt.NDArray[np.int16]:
+        import numpy as np
+
+        from duplex_client.wavfile import read_wav_int16
+
+        if self.bundle_dir is None or not (self.bundle_dir / name).exists():
+            return np.zeros(0, dtype=np.int16)
+        return read_wav_int16(self.bundle_dir / name)
+
     @property
     def audio(self) -> npt.NDArray[np.int16]:
         """All kept answer audio (`output.wav`) as int16 samples at 24 kHz."""
+        return self._wav("output.wav")
+
+    @property
+    def heard(self) -> npt.NDArray[np.int16]:
+        """What the listener heard (`heard.wav`): int16, sample 0 = media time 0."""
+        return self._wav("heard.wav")
+
+    @property
+    def conversation(self) -> npt.NDArray[np.int16]:
+        """`conversation.wav` as an (n, 2) int16 array: input left, heard right."""
         import numpy as np
 
-        from duplex_client.wavfile import read_wav_pcm16
+        mix = self._wav("conversation.wav")
+        return mix if mix.ndim == 2 else np.zeros((0, 2), dtype=np.int16)
 
-        if self.bundle_dir is None or not (self.bundle_dir / "output.wav").exists():
-            return np.zeros(0, dtype=np.int16)
-        pcm, _ = read_wav_pcm16(self.bundle_dir / "output.wav")
-        return np.frombuffer(pcm, dtype=np.int16)
+    def turns_frame(self) -> pd.DataFrame:
+        """The turns as a pandas DataFrame (needs the `notebook` extra, for pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "turns_frame() needs pandas: pip install 'duplex-client[notebook]'"
+            ) from None
+        rows = [t.to_dict() for t in self.turns or []]
+        columns = list(TURN_COLUMNS)
+        return pd.DataFrame(rows, columns=columns)
 
     def to_dict(self) -> dict[str, Any]:
         """The `result.json` document (no secrets: ids, counts, times and text only)."""
@@ -126,10 +173,37 @@ class RunResult:
             "server_errors": self.server_errors,
             "decisions": self.decisions,
             "counts": self.counts,
-            "latencies_ms": self.latencies_ms,
             "lateness_ms": self.lateness_ms,
             "transcript": self.transcript,
+            **self._listening_dict(),
         }
+
+    def _listening_dict(self) -> dict[str, Any]:
+        if self.timing != "realtime":
+            return {
+                "timing": self.timing,
+                "omitted": ["turns", "metrics", "heard.wav", "conversation.wav"],
+                "omitted_reason": "no listener clock: the input was not paced in real time",
+            }
+        out: dict[str, Any] = {"timing": self.timing}
+        if self.latencies_ms:
+            out["latencies_ms"] = self.latencies_ms
+        out["turns"] = None if self.turns is None else [t.to_dict() for t in self.turns]
+        out["metrics"] = self.metrics
+        out["user_speech"] = self.user_speech
+        if self.listening_error:
+            out["listening_error"] = self.listening_error
+        if self.warnings:
+            out["warnings"] = self.warnings
+        return out
+
+
+#: The columns of `RunResult.turns_frame()`, in `result.json` order.
+TURN_COLUMNS = (
+    "response_id", "unit_index", "decided_ms", "first_audio_ms", "heard_start_ms",
+    "heard_end_ms", "heard_ms", "received_ms", "cut", "user_end_ms", "user_end_source",
+    "latency_ms", "server_ms", "transcript",
+)  # fmt: skip
 
 
 def session_handles(client: DuplexClientBase) -> list[ResponseHandle]:
@@ -197,3 +271,36 @@ def judge(
         result.error = "; ".join(problems)
     else:
         result.exit_code = EXIT_OK
+
+
+async def record_listening(
+    result: RunResult,
+    client: DuplexClientBase,
+    timeline: InputTimeline,
+    listening: RunListening,
+    warn: Callable[[str], None],
+    *,
+    device_blocks: Sequence[tuple[float, str, bytes]] | None = None,
+) -> None:
+    """Fill `timing`, `turns` and `metrics`, writing `heard.wav` and `conversation.wav`.
+
+    Without a listener clock (asap pacing) nothing is measured and `timing` says why.
+    """
+    if not listening.clock.realtime or not listening.clock.started:
+        result.timing = "realtime" if listening.clock.realtime else "not_realtime"
+        listening.sent.discard()
+        if listening.clock.realtime:
+            result.turns, result.metrics = [], None
+        return
+    end_ms = timeline.appends[-1]["media_end_ms"] if timeline.appends else 0
+    handles = session_handles(client)
+
+    def note(message: str) -> None:
+        result.warnings.append(message)
+        warn(message)
+
+    report = await listening.report(
+        handles, timeline, end_ms, device_blocks=device_blocks, warn=note
+    )
+    result.turns, result.metrics = report.turns, report.metrics
+    result.user_speech = [{"start_ms": s.start_ms, "end_ms": s.end_ms} for s in report.user_speech]

@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.client.transport import redact_url
 from duplex_client.embedded import embedded_server
+from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
@@ -31,9 +33,11 @@ from duplex_client.results import (
     RunProgress,
     RunResult,
     judge,
+    record_listening,
     record_session,
     session_handles,
 )
+from duplex_client.run_listening import RunListening
 from duplex_client.run_options import (
     PRESET_NAMES,
     SOUNDTRACK_POLICIES,
@@ -106,13 +110,15 @@ async def run_stream(
     progress = progress or RunProgress()
     progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
     try:
+        annotations = options.user_speech(progress.media_total_ms)
         out_dir = options.output_dir or default_run_dir()
         try:
             bundle = RunBundle(Path(out_dir))
         except OSError as exc:
             raise UsageError(f"{out_dir}: cannot write the output directory ({exc})") from None
         async with target_url(url, options) as target:
-            return await _Run(target, options, config, source, bundle, progress).run()
+            run = _Run(target, options, config, source, bundle, progress, annotations)
+            return await run.run()
     finally:
         if closer is not None:
             closer.close()
@@ -141,6 +147,7 @@ class _Run:
         source: AudioVisualSource,
         bundle: RunBundle,
         progress: RunProgress | None,
+        annotations: list[SpeechSegment] | None = None,
     ) -> None:
         self.options = options
         self.source = source
@@ -153,6 +160,16 @@ class _Run:
             api_key=options.api_key,
             handshake_timeout=options.handshake_timeout_s,
             reconnect=options.reconnect_policy(),
+            # Realtime: acks carry what the virtual listener heard; asap has no listener.
+            ack_policy="manual" if options.realtime else "received",
+        )
+        self.clock = MediaClock("realtime" if options.realtime else "asap")
+        self.listening = RunListening(
+            self.client,
+            self.clock,
+            bundle.dir,
+            annotations=annotations,
+            virtual=options.realtime,
         )
         self.timeline = InputTimeline(
             model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
@@ -172,7 +189,7 @@ class _Run:
         result.started_at = self.bundle.started_at
         result.model, result.url = self.options.model, redact_url(self.client.url)
         result.bundle_dir = self.bundle.dir
-        self.bundle.attach(self.client)
+        self.bundle.attach(self.client, clock=self.clock, heard_start=self.listening.heard_start_ms)
         self.client.add_listener(self._on_event)
         ticker = asyncio.create_task(self._tick(started))
         try:
@@ -191,8 +208,19 @@ class _Run:
             ticker.cancel()
             await self._close()
             self._complete(result, started)
+            await self._measure(result)
             self.bundle.finish(result.to_dict())
         return result
+
+    async def _measure(self, result: RunResult) -> None:
+        """Heard files, turns and metrics; a failure here is reported, never lost silently."""
+        try:
+            await record_listening(
+                result, self.client, self.timeline, self.listening, self.progress.warn
+            )
+        except Exception as exc:  # the record of the run must still be written
+            result.listening_error = f"{type(exc).__name__}: {exc}"
+            self.progress.warn(f"turn metrics not measured: {result.listening_error}")
 
     def _explain(self, exc: DuplexClientError) -> str:
         """The failure, with the server's own errors when it ended the session."""
@@ -206,6 +234,7 @@ class _Run:
         client = self.client
         self.progress.phase = "connecting"
         await client.connect()
+        self.listening.start()
         self.timeline.set_session(session_id=client.session_id)
         self.bundle.write_session(client, url=client.url)
         self.progress.phase = "streaming"
@@ -217,6 +246,8 @@ class _Run:
             chunk_ms=self.options.chunk_ms,
             soundtrack_policy=self.options.soundtrack,  # type: ignore[arg-type]
             timeline=self.timeline,
+            clock=self.clock,
+            on_sent=self.listening.sent.record,
         )
         self.progress.phase = "finishing"
         await self._finish_turn(self.stream_result)
@@ -242,6 +273,8 @@ class _Run:
             decided = self._decided_since(self.commit_at)
             busy = client.tracker.active is not None and not client.tracker.active.done
             if not busy and (decided or not due) and now - self.last_event_at >= opts.settle_s:
+                # What is still playing is heard to its end (the acks say so) before closing.
+                await self.listening.drain(max(0.0, deadline - time.monotonic()))
                 return
             if now > deadline:
                 what = "a response did not finish" if busy else "no decision arrived"
@@ -254,6 +287,7 @@ class _Run:
         )
 
     async def _close(self) -> None:
+        await self.listening.stop()
         with contextlib.suppress(Exception):
             await asyncio.shield(self.client.close())
         self.timeline.write_best_effort()
@@ -282,30 +316,9 @@ class _Run:
     def _complete(self, result: RunResult, started: float) -> None:
         client = self.client
         record_session(result, client, self.timeline, self.bundle, started)
-        result.latencies_ms = self._latencies()
         judge(result, client, need_decision=True)
         if result.error and not self.options.reconnect and _dropped(client.closed_reason):
             result.error += " (the connection dropped and reconnection is off: --no-reconnect)"
         if client.session_id is not None:
             with contextlib.suppress(OSError):
                 self.bundle.write_session(client, url=client.url)  # final attachment generation
-
-    def _latencies(self) -> dict[str, float | None]:
-        def ms(t: float | None) -> float | None:
-            if t is None or self.commit_at is None:
-                return None
-            return round(max(0.0, t - self.commit_at) * 1000.0, 3)
-
-        after = [
-            h
-            for h in session_handles(self.client)
-            if self.commit_at and h.created_at >= self.commit_at
-        ]
-        audio = [h.first_audio_at for h in after if h.first_audio_at is not None]
-        text = [h.first_text_at for h in after if h.first_text_at is not None]
-        decided = [h.created_at for h in after if h.decision is not None]
-        return {
-            "first_decision_from_commit": ms(min(decided)) if decided else None,
-            "first_audio_from_commit": ms(min(audio)) if audio else None,
-            "first_text_from_commit": ms(min(text)) if text else None,
-        }

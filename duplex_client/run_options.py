@@ -5,11 +5,20 @@ Exit codes: 0 ok, 1 the session failed, 2 bad options or input (nothing sent), 1
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplex_client.analysis.annotations import (
+    AnnotationError,
+    SpeechSegment,
+    check_range,
+    load_annotations,
+    parse_annotations,
+)
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
@@ -60,6 +69,34 @@ class RunOptions:
     reconnect: bool = True
     reconnect_attempts: int = 5
     handshake_timeout_s: float = 30.0
+    #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or
+    #: segments given inline (`{"start_ms", "end_ms"}` mappings or `SpeechSegment`s).
+    annotations: str | os.PathLike[str] | Sequence[Mapping[str, Any] | SpeechSegment] | None = None
+
+    def user_speech(self, media_ms: int) -> list[SpeechSegment] | None:
+        """The annotated user speech, checked against the media length (None: not given)."""
+        if self.annotations is None:
+            return None
+        if not self.realtime:
+            raise UsageError(
+                "--annotations needs real-time pacing: without it there is no listener clock "
+                "to measure latency on (drop --no-realtime-pacing)"
+            )
+        try:
+            if isinstance(self.annotations, str | os.PathLike):
+                segments = load_annotations(os.fspath(self.annotations))
+            else:
+                rows = [
+                    {"start_ms": a.start_ms, "end_ms": a.end_ms}
+                    if isinstance(a, SpeechSegment)
+                    else a
+                    for a in self.annotations
+                ]
+                segments = parse_annotations(rows, source="annotations")
+            check_range(segments, media_ms)
+        except AnnotationError as exc:
+            raise UsageError(f"--annotations: {exc}") from None
+        return segments
 
     def validate(self) -> None:
         """Raise `UsageError` with a one-line message for any invalid combination."""

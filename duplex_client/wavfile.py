@@ -5,7 +5,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _HEADER_BYTES = 44
 
@@ -79,3 +83,35 @@ def read_wav_pcm16(path: Path) -> tuple[bytes, int]:
         if w.getsampwidth() != 2 or w.getnchannels() != 1:
             raise ValueError(f"{path}: expected 16-bit mono PCM")
         return w.readframes(w.getnframes()), w.getframerate()
+
+
+def write_wav(path: Path, samples: Any, sample_rate_hz: int) -> None:
+    """Write int16 samples, shape (n,) mono or (n, channels), as a PCM16 WAV (atomically)."""
+    import wave
+
+    import numpy as np
+
+    data = np.ascontiguousarray(samples, dtype="<i2")
+    channels = 1 if data.ndim == 1 else int(data.shape[1])
+    tmp = path.with_name(path.name + ".tmp")
+    with wave.open(str(tmp), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(sample_rate_hz)
+        w.writeframes(data.tobytes())
+    tmp.replace(path)
+
+
+def read_wav_int16(path: Path) -> npt.NDArray[np.int16]:
+    """A PCM16 WAV as int16 samples: shape (n,) for mono, (n, channels) otherwise."""
+    import wave
+
+    import numpy as np
+
+    with wave.open(str(path), "rb") as w:
+        if w.getsampwidth() != 2:
+            raise ValueError(f"{path}: expected 16-bit PCM")
+        channels = w.getnchannels()
+        data = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    out: npt.NDArray[np.int16] = data if channels == 1 else data.reshape(-1, channels)
+    return out

@@ -79,6 +79,25 @@ class LivePanel:
         self._live.stop()
 
 
+def heard_latency(result: RunResult) -> str:
+    """User end → heard answer, p50 and max over turns, and where the user end came from."""
+    if result.timing != "realtime":
+        return "- (not real-time paced: no listener clock)"
+    metrics = result.metrics or {}
+    latency = metrics.get("latency_ms") or {}
+    source = metrics.get("user_end_source", "none")
+    if not latency.get("count"):
+        turns = len(result.turns or [])
+        why = "user speech unknown" if source == "none" else "no answer heard after user speech"
+        return f"- ({turns} turns, {why})"
+    unanswered = metrics.get("unanswered_turns")
+    tail = "" if not unanswered else f", {unanswered} user turn(s) unanswered"
+    return (
+        f"p50 {_ms(latency['p50'])}, max {_ms(latency['max'])} "
+        f"({latency['count']} turns, user end from {source}{tail})"
+    )
+
+
 def print_summary(console: Console, result: RunResult) -> None:
     """The after-run table: outcome, counts, latencies and where the bundle is."""
     table = Table(title="run summary", show_header=False, box=None, padding=(0, 2))
@@ -101,13 +120,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             f"({counts.get('responses', 0)} responses)",
         )
         table.add_row("answer audio", f"{counts.get('output_audio_ms', 0)} ms")
-    lat = result.latencies_ms
-    table.add_row(
-        "from commit",
-        f"decision {_ms(lat.get('first_decision_from_commit'))}, "
-        f"audio {_ms(lat.get('first_audio_from_commit'))}, "
-        f"text {_ms(lat.get('first_text_from_commit'))}",
-    )
+    table.add_row("heard latency", heard_latency(result))
     if result.lateness_ms:
         late = result.lateness_ms
         table.add_row(

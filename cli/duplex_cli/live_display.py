@@ -7,6 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from duplex_cli.display import heard_latency
 from duplex_client.live.progress import LiveProgress
 from duplex_client.results import RunResult
 
@@ -60,8 +61,10 @@ def render_live(p: LiveProgress) -> RenderableType:
         cam.append(f"  frames sent {p.frames_sent}")
     grid.add_row("camera", cam)
     latency = "-" if p.last_latency_ms is None else f"{p.last_latency_ms:.0f} ms"
+    if p.latency_p50_ms is not None and p.latency_max_ms is not None:
+        latency += f" (p50 {p.latency_p50_ms:.0f}, max {p.latency_max_ms:.0f})"
     assistant = Text(p.decision, style="bold cyan")
-    assistant.append(f"   latency {latency}")
+    assistant.append(f"   heard latency {latency}")
     if p.audible:
         assistant.append("   ♪ playing", style="green")
     grid.add_row("assistant", assistant)
@@ -98,10 +101,7 @@ def print_live_summary(console: Console, result: RunResult) -> None:
             f"{c.get('output_audio_ms', 0)} ms received, {c.get('played_ms', 0)} ms played, "
             f"{c.get('interruptions', 0)} interrupted",
         )
-    last = result.latencies_ms.get("last_response_first_audio")
-    median = result.latencies_ms.get("median_response_first_audio")
-    if last is not None:
-        table.add_row("latency", f"first audio: last {last:.0f} ms, median {median:.0f} ms")
+    table.add_row("heard latency", heard_latency(result))
     if result.transcript:
         table.add_row("transcript", result.transcript)
     table.add_row("bundle", str(result.bundle_dir))

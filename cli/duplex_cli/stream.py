@@ -70,6 +70,13 @@ def stream_command(
     context_previous_max_tokens: Annotated[
         int | None, Opt(help="context: earlier text cap.")
     ] = None,
+    annotations: Annotated[
+        Path | None,
+        Opt(
+            help="User-speech segments for latency: a JSON list of {start_ms, end_ms}, or a "
+            "Full-Duplex-Bench turn_taking/pause/interrupt/metadata JSON. Default: VAD."
+        ),
+    ] = None,
     output_dir: Annotated[
         Path | None, Opt(help="Run bundle directory (default ./runs/<time>).")
     ] = None,
@@ -124,6 +131,7 @@ def stream_command(
         reconnect=not no_reconnect,
         reconnect_attempts=reconnect_attempts,
         handshake_timeout_s=handshake_timeout_s,
+        annotations=annotations,
     )
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     show = sys.stdout.isatty() and not json_output and not quiet
@@ -151,6 +159,8 @@ def _report(result: RunResult, *, json_output: bool, quiet: bool, err: Console) 
         print_summary(Console(highlight=False), result)
     for line in reconnect_lines(result):
         err.print(line)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning[/]: {warning}")
     if not result.ok:
         err.print(f"[red]failed[/]: {result.error} (bundle: {result.bundle_dir})")
 

@@ -44,9 +44,14 @@ class ResponseHandle:
         #: A commit was processed after this response finished (acks may now be refused).
         self.sealed = False
         self.created_at = clock()
+        self.decided_at: float | None = None
         self.first_audio_at: float | None = None
+        self.last_audio_at: float | None = None
         self.first_text_at: float | None = None
         self.done_at: float | None = None
+        #: Raw server events at the moments metrics are taken from (created, first_audio,
+        #: first_text, done): where a server reports its own request or engine metrics.
+        self.marks: dict[str, dict[str, Any]] = {}
         self._clock = clock
         self._pcm = bytearray()
         self._chunks: DropOldestQueue[bytes] = DropOldestQueue()
@@ -89,8 +94,12 @@ class ResponseHandle:
     # --- updated by the tracker ---
 
     def _add_audio(self, pcm: bytes) -> None:
+        if not pcm:
+            return
+        now = self._clock()
         if self.first_audio_at is None:
-            self.first_audio_at = self._clock()
+            self.first_audio_at = now
+        self.last_audio_at = now
         self._pcm += pcm
         self._chunks.put(pcm)
 
@@ -141,6 +150,7 @@ class ResponseTracker:
     def _decide(self, handle: ResponseHandle, decision: Decision) -> None:
         if handle.decision is None:
             handle.decision = decision
+            handle.decided_at = self._clock()
             self._on_decided(handle)
 
     def fence(self, response_id: str | None) -> None:
@@ -195,6 +205,7 @@ class ResponseTracker:
             self.fence(self.active.response_id)  # superseded
         handle = self._new(rid)
         handle.metadata = dict(event.metadata)
+        handle.marks["created"] = event.raw
         self.active = handle
 
     def _listen(self, event: r.ResponseListen) -> None:
@@ -222,6 +233,7 @@ class ResponseTracker:
             self._decide(handle, "speak")
         if handle.decision is None:
             self._decide(handle, "listen")
+        handle.marks["done"] = event.raw
         handle._finish(event.status, event.reason)
         self.finished.append(handle)
         if self._commits_in_flight:
@@ -244,16 +256,22 @@ class ResponseTracker:
             if event.sample_rate_hz:
                 handle.sample_rate_hz = event.sample_rate_hz
             self._decide(handle, "speak")
+            if pcm:
+                handle.marks.setdefault("first_audio", event.raw)
             handle._add_audio(pcm)
         elif isinstance(event, r.ResponseAudioTranscriptDelta):
             self._decide(handle, "speak")
-            handle._mark_text()
+            if event.delta:
+                handle.marks.setdefault("first_text", event.raw)
+                handle._mark_text()
             handle.transcript += event.delta
         elif isinstance(event, r.ResponseAudioTranscriptDone):
             handle.transcript = event.transcript or handle.transcript
         elif isinstance(event, r.ResponseTextDelta):
             self._decide(handle, "speak")
-            handle._mark_text()
+            if event.delta:
+                handle.marks.setdefault("first_text", event.raw)
+                handle._mark_text()
             handle.text += event.delta
         elif isinstance(event, r.ResponseTextDone):
             handle.text = event.text or handle.text

@@ -17,6 +17,7 @@ from duplex_client.framing.plan import (
     DEFAULT_CHUNK_MS,
     FramerConfig,
     FramingReport,
+    PlannedAppend,
     SoundtrackPolicy,
     StreamPosition,
 )
@@ -221,6 +222,7 @@ async def stream(
     unit_index: int | None = None,
     grid: UnitGrid | None = None,
     segment: Literal["clip", "live"] = "clip",
+    on_sent: Callable[[PlannedAppend], None] | None = None,
     now: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> StreamResult:
@@ -235,7 +237,8 @@ async def stream(
     media timeline, unit numbering and t0) pass its result's `position` and `clock`;
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
     (ignored for `now` when `clock` is given). Each append and the commit are recorded in
-    `timeline`, which is written to its `path` (if set) when the stream ends.
+    `timeline`, which is written to its `path` (if set) when the stream ends; `on_sent` is
+    called with every append as it was sent (after any relabelling).
     """
     if tail_silence_s < 0:
         raise ValueError("tail_silence_s must not be negative")
@@ -292,6 +295,8 @@ async def stream(
             end_ms = append.media_end_ms
             if timeline is not None:
                 timeline.add_append(append, event_id, clock.timing(append.media_start_ms, sent_at))
+            if on_sent is not None:
+                on_sent(append)
         if describes and timeline is not None:
             timeline.soundtrack_policy = framer.report.soundtrack_record()
         end = framer.position

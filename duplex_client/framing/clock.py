@@ -1,4 +1,8 @@
-"""The media clock: one anchor t0, absolute deadlines, send timing records (protocol.md §13)."""
+"""The media clock: one anchor t0, absolute deadlines, send timing records (protocol.md §10).
+
+This is the one mapping between the client's monotonic clock and media time (0 = the first
+input sample): every time a run bundle records on the media clock comes from `media_ms_at`.
+"""
 
 from __future__ import annotations
 
@@ -72,6 +76,14 @@ class MediaClock:
         """`at` (default: now) in ms relative to t0, to 3 decimals."""
         t = self.now() if at is None else at
         return round((t - self.t0) * 1000, 3)
+
+    def media_ms_at(self, at: float) -> float | None:
+        """The media time of monotonic reading `at`, in ms (3 decimals); None without a
+        listener clock: before the anchor, or in `asap` pacing, where media time does not
+        advance with the wall clock. Negative before the first input sample."""
+        if self._t0 is None or not self.realtime:
+            return None
+        return round((at - self._t0) * 1000, 3)
 
     def media_now_ms(self) -> int:
         """The current media time in whole ms (0 before the clock is started)."""

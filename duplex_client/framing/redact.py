@@ -8,6 +8,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 AUDIO_SOURCE_KEYS = ("kind", "path", "duration_ms", "sha256")
+#: Structured `audio_source` facts, kept when the source reports them (file sources do).
+AUDIO_SOURCE_OPTIONAL_KEYS = ("original_format", "conversions")
 VIDEO_KEYS = (
     "kind", "path", "duration_ms", "avg_fps", "num_frames", "rotation_deg",
     "sampling", "fps", "stack_frames", "jpeg_quality", "frame_max_side",
@@ -19,6 +21,9 @@ SLIDING_WINDOW_KEYS = (
 )  # fmt: skip
 _SECRET_QUERY_HINTS = ("key", "token", "secret", "auth", "password", "signature", "credential")
 _MAX_TEXT = 1024
+#: Bounds of a structured fact: items of a list or an object, and the length of a key.
+_MAX_ITEMS = 16
+_MAX_KEY = 64
 
 
 def safe_scalar(value: Any) -> Any:
@@ -30,6 +35,28 @@ def safe_scalar(value: Any) -> Any:
         if isinstance(text, str) and not text.startswith("data:") and len(text) <= _MAX_TEXT:
             return text
     return None
+
+
+def safe_object(value: Mapping[Any, Any]) -> dict[str, Any] | None:
+    """A small object of scalars (short string keys, `safe_scalar` values); else None."""
+    if len(value) > _MAX_ITEMS:
+        return None
+    return {
+        k: safe_scalar(v)
+        for k, v in value.items()
+        if isinstance(k, str) and len(k) <= _MAX_KEY and not k.startswith("data:")
+    }
+
+
+def safe_structured(value: Any) -> Any:
+    """A scalar, a small object of scalars, or a short list of those; anything else is None."""
+    if isinstance(value, Mapping):
+        return safe_object(value)
+    if isinstance(value, list | tuple):
+        if len(value) > _MAX_ITEMS:
+            return None
+        return [safe_object(v) if isinstance(v, Mapping) else safe_scalar(v) for v in value]
+    return safe_scalar(value)
 
 
 def pick_facts(
@@ -45,7 +72,9 @@ def audio_source_facts(info: Mapping[str, Any] | None) -> dict[str, Any]:
     """The timeline's `audio_source` object (`kind: "none"` without audio)."""
     if info is None:
         return {"kind": "none", "path": None, "duration_ms": 0, "sha256": None}
-    return pick_facts(info, AUDIO_SOURCE_KEYS)
+    out = pick_facts(info, AUDIO_SOURCE_KEYS)
+    out.update({k: safe_structured(info[k]) for k in AUDIO_SOURCE_OPTIONAL_KEYS if k in info})
+    return out
 
 
 def video_facts(info: Mapping[str, Any] | None) -> dict[str, Any] | None:

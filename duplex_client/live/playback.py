@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Protocol
 
 from duplex_client.client.session import DuplexClientBase
-from duplex_client.live.player import Player
 from duplex_client.live.resample import StreamResampler
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
@@ -16,6 +16,43 @@ from duplex_client.protocol.errors import DuplexSessionClosedError
 
 #: How often the played positions are checked and acks considered.
 TICK_S = 0.05
+
+
+class AudioOutput(Protocol):
+    """What `PlaybackSync` drives: the device `Player`, or the listener model's `VirtualPlayer`."""
+
+    @property
+    def rate(self) -> int:
+        """Output sample rate."""
+        ...
+
+    def enqueue(self, response_id: str, pcm: bytes) -> bool:
+        """Queue PCM16 of a response; False (dropped) once it was cleared or ended."""
+        ...
+
+    def end(self, response_id: str) -> None:
+        """No more audio will come for this response."""
+        ...
+
+    def clear(self, response_id: str, by: str = "client_interrupt") -> bool:
+        """Stop the response now (`by`: the event that cut it); whether it was still audible."""
+        ...
+
+    def played_ms(self, response_id: str) -> int:
+        """Milliseconds of the response played so far."""
+        ...
+
+    def in_flight(self, response_id: str) -> bool:
+        """Whether audio handed out is not yet played."""
+        ...
+
+    def drained(self, response_id: str) -> bool:
+        """Ended or cleared, and everything of it that will play has played."""
+        ...
+
+    def active_ids(self) -> list[str]:
+        """Responses with audio queued or playing, oldest first."""
+        ...
 
 
 class PlaybackSync:
@@ -34,7 +71,7 @@ class PlaybackSync:
     def __init__(
         self,
         client: DuplexClientBase,
-        player: Player,
+        player: AudioOutput,
         *,
         ack_every_ms: int = 250,
         truncate_wait_s: float = 0.5,
@@ -48,6 +85,8 @@ class PlaybackSync:
         self.dropped_deltas = 0
         self.interruptions = 0
         self.first_played_at: dict[str, float] = {}
+        #: Why each fenced response was stopped (an event type, `superseded`, `interrupt`).
+        self.cut_by: dict[str, str] = {}
         self._offsets: dict[str, int] = {}
         self._acked: dict[str, int] = {}
         self._final: set[str] = set()
@@ -67,7 +106,7 @@ class PlaybackSync:
             self._audio(event.response_id)
         elif isinstance(event, r.ResponseDone) and event.response_id is not None:
             if event.status == "cancelled":
-                self.fence(event.response_id)
+                self.fence(event.response_id, f"cancelled:{event.reason or 'unknown'}")
             else:
                 resampler = self._resamplers.pop(event.response_id, None)
                 tail = resampler.flush() if resampler is not None else b""
@@ -75,17 +114,21 @@ class PlaybackSync:
                     self.player.enqueue(event.response_id, tail)
                 self.player.end(event.response_id)
         elif isinstance(event, r.OutputAudioBufferCleared) and event.response_id is not None:
-            self.fence(event.response_id)
+            self.fence(event.response_id, event.type)
         elif (
             isinstance(event, se.InputAudioBufferSpeechStarted)
             and self.client.config.interrupts_on_speech
         ):
             for rid in self.player.active_ids():
-                self.fence(rid)
+                self.fence(rid, event.type)
         fenced = self.client.tracker.fenced
         for rid in list(self._offsets):
             if rid in fenced and rid not in self._fenced_at:  # superseded, or a client cancel
-                self.fence(rid)
+                self.fence(rid, "superseded" if self._superseded(rid) else "client_interrupt")
+
+    def _superseded(self, rid: str) -> bool:
+        active = self.client.tracker.active
+        return active is not None and active.response_id != rid
 
     def _audio(self, rid: str) -> None:
         handle = self.client.tracker.handles.get(rid)
@@ -107,15 +150,16 @@ class PlaybackSync:
             resampler = self._resamplers[rid] = StreamResampler(rate, self.player.rate)
         return resampler.push(pcm)
 
-    def fence(self, rid: str) -> bool:
-        """Stop a response's playback now; returns whether it was still audible."""
+    def fence(self, rid: str, by: str = "client_interrupt") -> bool:
+        """Stop a response's playback now (`by`: what stopped it); whether it was audible."""
         if rid in self._fenced_at:
             return False
         self.client.tracker.fence(rid)
-        busy = self.player.clear(rid)
+        busy = self.player.clear(rid, by)
         self._fenced_at[rid] = self.clock()
         if busy:
             self.interruptions += 1
+            self.cut_by[rid] = by
         return busy
 
     async def barge_in(self) -> bool:

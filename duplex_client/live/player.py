@@ -65,6 +65,10 @@ class Player:
         self._order: deque[str] = deque()
         self._flight: deque[tuple[float, str, int]] = deque()
         self._audible_until = 0.0
+        #: Every block handed to the device: (monotonic time it starts playing, id, PCM16).
+        self.rendered: list[tuple[float, str, bytes]] = []
+        #: When each response's first sample played (monotonic): where a listener hears it.
+        self.first_rendered: dict[str, float] = {}
 
     # --- lifecycle ---
 
@@ -119,9 +123,10 @@ class Player:
             if track is not None:
                 track.ended = True
 
-    def clear(self, response_id: str) -> bool:
+    def clear(self, response_id: str, by: str = "client_interrupt") -> bool:
         """Drop the response's queued audio at once; later audio for it is refused.
 
+        `by` (what stopped it) is for other outputs' records; the device needs no reason.
         Returns whether anything was still queued or in flight. Samples already handed to
         the device finish playing and count as played.
         """
@@ -231,8 +236,11 @@ class Player:
         import numpy as np
 
         dac = float(getattr(time_info, "outputBufferDacTime", 0.0) or 0.0)
+        to_monotonic = 0.0
         if dac > 0:
             self._stream_clock = True
+            current = float(getattr(time_info, "currentTime", 0.0) or 0.0)
+            to_monotonic = self.clock() - current if current > 0 else 0.0
         else:
             latency = getattr(self._stream, "latency", 0.0)
             dac = self.clock() + (latency if isinstance(latency, float) else 0.0)
@@ -253,8 +261,12 @@ class Player:
                 if take == 0:
                     self.underruns += 1
                     break
-                out[pos : pos + take] = np.frombuffer(bytes(track.buf[: take * _BPS]), "<i2")
+                block = bytes(track.buf[: take * _BPS])
+                out[pos : pos + take] = np.frombuffer(block, "<i2")
                 del track.buf[: take * _BPS]
+                at = dac + to_monotonic + pos / self.rate
+                self.rendered.append((at, rid, block))
+                self.first_rendered.setdefault(rid, at)
                 track.written += take
                 self._flight.append((dac + pos / self.rate, rid, take))
                 pos += take

@@ -29,6 +29,8 @@ class LiveProgress:
     decision: str = "-"
     transcript: list[str] = field(default_factory=list)
     last_latency_ms: float | None = None
+    latency_p50_ms: float | None = None
+    latency_max_ms: float | None = None
     interruptions: int = 0
     warnings: list[str] = field(default_factory=list)
     keys: str = ""

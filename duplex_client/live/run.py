@@ -21,6 +21,7 @@ from duplex_client.client.config import SessionConfig
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import reconnect_recorder
 from duplex_client.client.transport import redact_url
+from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.live.camera import Camera
 from duplex_client.live.controls import LiveControls, PushToTalk, parse_schedule
@@ -44,8 +45,10 @@ from duplex_client.results import (
     EXIT_USAGE,
     RunResult,
     judge,
+    record_listening,
     record_session,
 )
+from duplex_client.run_listening import RunListening
 
 #: Request-local errors that live races can cause without harm; listed, not failures.
 BENIGN_ERRORS = frozenset({"playback_ack_too_late", "response_not_active"})
@@ -206,6 +209,9 @@ class _LiveRun:
         self.client.add_reconnect_listener(reconnect_recorder(self.timeline))
         self.timeline.set_sliding_window(config.extra_body)
         self.session: LiveSession | None = None
+        self.clock = MediaClock("realtime")
+        # What the listener heard is what the speaker played (its rendered blocks).
+        self.listening = RunListening(self.client, self.clock, bundle.dir, virtual=False)
 
     def _build(self) -> LiveSession:
         o, p = self.options, self.progress
@@ -241,6 +247,8 @@ class _LiveRun:
             progress=p,
             schedule=parse_schedule(o.actions),
             duration_s=o.duration_s,
+            media_clock=self.clock,
+            on_sent=self.listening.sent.record,
         )
 
     async def run(self) -> RunResult:
@@ -250,7 +258,7 @@ class _LiveRun:
         result.started_at = self.bundle.started_at
         result.model, result.url = self.options.model, redact_url(self.client.url)
         result.bundle_dir = self.bundle.dir
-        self.bundle.attach(self.client)
+        self.bundle.attach(self.client, clock=self.clock, heard_start=self._heard_start)
         try:
             self.progress.phase = "connecting"
             await self.client.connect()
@@ -272,8 +280,33 @@ class _LiveRun:
                 await asyncio.shield(self.client.close())
             self.timeline.write_best_effort()
             self._complete(result, started)
+            await self._measure(result)
             self.bundle.finish(result.to_dict())
         return result
+
+    def _player(self) -> Player | None:
+        return None if self.session is None else self.session.player
+
+    def _heard_start(self, response_id: str) -> float | None:
+        player = self._player()
+        at = None if player is None else player.first_rendered.get(response_id)
+        return None if at is None else self.clock.media_ms_at(at)
+
+    async def _measure(self, result: RunResult) -> None:
+        """Heard files, turns and metrics from what the speaker played."""
+        player = self._player()
+        try:
+            await record_listening(
+                result,
+                self.client,
+                self.timeline,
+                self.listening,
+                self.progress.warn,
+                device_blocks=[] if player is None else player.rendered,
+            )
+        except Exception as exc:  # the record of the run must still be written
+            result.listening_error = f"{type(exc).__name__}: {exc}"
+            self.progress.warn(f"turn metrics not measured: {result.listening_error}")
 
     def _complete(self, result: RunResult, started: float) -> None:
         client = self.client
@@ -288,7 +321,9 @@ class _LiveRun:
         )
         latencies = [] if self.session is None else self.session.latencies
         result.latencies_ms = {
-            "last_response_first_audio": latencies[-1] if latencies else None,
-            "median_response_first_audio": statistics.median(latencies) if latencies else None,
+            # reference (commit or speech end) → first sample played (first audio received
+            # without a speaker)
+            "last_response_heard": latencies[-1] if latencies else None,
+            "median_response_heard": statistics.median(latencies) if latencies else None,
         }
         judge(result, client, need_decision=False, benign=BENIGN_ERRORS)

@@ -65,6 +65,8 @@ class LiveSession:
         duration_s: float | None = None,
         stall_timeout_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        media_clock: MediaClock | None = None,
+        on_sent: Callable[[PlannedAppend], None] | None = None,
     ) -> None:
         if turn not in TURN_MODES:
             raise ValueError(f"turn must be one of {', '.join(TURN_MODES)}")
@@ -83,7 +85,8 @@ class LiveSession:
         self.schedule = list(schedule)
         self.duration_s = duration_s
         self.stall_timeout_s = stall_timeout_s
-        self.clock = MediaClock("realtime", now=clock)
+        self.clock = media_clock or MediaClock("realtime", now=clock)
+        self.on_sent = on_sent
         self.sync: PlaybackSync | None = None
         self.framer: LiveFramer | None = None
         self._follow_commits: ServerCommitFollower | None = None
@@ -280,6 +283,8 @@ class LiveSession:
             )
             self.append_ids.append(event_id)
             self.timeline.add_append(a, event_id, self.clock.timing(a.media_end_ms, sent_at))
+            if self.on_sent is not None:
+                self.on_sent(a)
             if a.unit_index is not None:
                 self._unit_sent_at[a.unit_index] = sent_at
                 self.progress.units[a.unit_kind.value if a.unit_kind else "AUDIO"] += 1
@@ -316,16 +321,32 @@ class LiveSession:
             self._response_ref[event.response_id] = self._reference_for(event.unit_index)
             self.progress.decision = "thinking"
         elif isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
-            ref = self._response_ref.pop(event.response_id, None)
-            if ref is not None:
-                latency = round((received_at - ref) * 1000, 1)
-                self.latencies.append(latency)
-                self.progress.last_latency_ms = latency
+            if self.player is None:  # nothing is played: the answer counts from its arrival
+                ref = self._response_ref.pop(event.response_id, None)
+                if ref is not None:
+                    self._note_latency(received_at - ref)
             self.progress.decision = "speaking"
         elif isinstance(event, r.ResponseListen):
             self.progress.decision = "listening"
         elif isinstance(event, r.ResponseDone):
             self.progress.decision = "interrupted" if event.status == "cancelled" else "done"
+
+    def _note_latency(self, seconds: float) -> None:
+        latency = round(seconds * 1000, 1)
+        self.latencies.append(latency)
+        p = self.progress
+        p.last_latency_ms = latency
+        ordered = sorted(self.latencies)
+        p.latency_p50_ms, p.latency_max_ms = ordered[len(ordered) // 2], ordered[-1]
+
+    def _heard_latencies(self) -> None:
+        """Latency to the first sample the speaker played, once it has played."""
+        if self.player is None:
+            return
+        for rid in list(self._response_ref):
+            heard = self.player.first_rendered.get(rid)
+            if heard is not None:
+                self._note_latency(heard - self._response_ref.pop(rid))
 
     def _reference_for(self, unit_index: int | None) -> float:
         """When the input a response answers was complete: the later of the deciding
@@ -348,6 +369,7 @@ class LiveSession:
         p.appends = len(self.append_ids)
         p.interruptions = 0 if self.sync is None else self.sync.interruptions
         p.commits = len(self.commit_ids)
+        self._heard_latencies()
         lines = []
         for handle in list(self.client.tracker.handles.values())[-_TRANSCRIPT_LINES:]:
             text = handle.transcript or handle.text

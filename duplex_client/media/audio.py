@@ -2,9 +2,14 @@
 
 `open_audio(path)` reads WAV, FLAC, OGG and MP3 with soundfile and anything else PyAV can
 decode (m4a, opus, a video's soundtrack, ...). Conversion goes through PyAV's resampler
-(`PcmConverter`); soundfile input is first averaged to mono in numpy (16 kHz mono int16
-WAV passes through untouched). Every source is re-iterable: each `chunks()` call decodes the file
-again from the start, holding about one second of audio at a time.
+(`PcmConverter`); soundfile input is read as float32 (libsndfile scales every integer format
+to [-1, 1]) and averaged to mono in numpy. Only 16 kHz mono 16-bit PCM is read as int16 and
+passes through untouched: libsndfile would turn float samples into int16 without scaling them.
+Every source is re-iterable: each `chunks()` call decodes the file again from the start,
+holding about one second of audio at a time.
+
+`info()` records the file's own format (`original_format`) and each change made to reach
+16 kHz mono pcm16 (`conversions`), both known from the header before anything is decoded.
 
 A soundtrack is aligned to the container's media time 0: when the audio starts after the
 video, the gap is filled with silence so PCM sample 0 is media time 0. Trimming or padding
@@ -16,8 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +41,75 @@ CHUNK_BYTES = INPUT_SAMPLE_RATE_HZ * BYTES_PER_SAMPLE
 #: Containers soundfile reports for files the timeline calls `wav`.
 _WAV_FORMATS = frozenset({"WAV", "WAVEX", "RF64"})
 _SHORTFALL_WARN_MS = 500
+#: The framer's sample format, as `AudioFormat.sample_format` names it.
+TARGET_SAMPLE_FORMAT = "pcm16"
+#: libsndfile subtypes → sample format names (lossy codecs decode to float32).
+_SF_SAMPLE_FORMATS = {
+    "PCM_S8": "pcm8", "PCM_U8": "pcm8u", "PCM_16": "pcm16", "PCM_24": "pcm24",
+    "PCM_32": "pcm32", "FLOAT": "float32", "DOUBLE": "float64", "ULAW": "mulaw",
+    "ALAW": "alaw", "ALAC_16": "pcm16", "ALAC_20": "pcm20", "ALAC_24": "pcm24",
+    "ALAC_32": "pcm32", "VORBIS": "float32", "OPUS": "float32", "MPEG_LAYER_I": "float32",
+    "MPEG_LAYER_II": "float32", "MPEG_LAYER_III": "float32",
+}  # fmt: skip
+#: FFmpeg sample formats (planar `p` suffix removed) → sample format names.
+_AV_SAMPLE_FORMATS = {
+    "u8": "pcm8u", "s16": "pcm16", "s32": "pcm32", "s64": "pcm64",
+    "flt": "float32", "dbl": "float64",
+}  # fmt: skip
+#: FFmpeg PCM codecs whose stored width differs from the decoder's (pcm_s24le decodes to s32).
+_AV_PCM_CODEC = re.compile(r"pcm_([su])(8|16|24|32|64)(?:le|be|daud)?")
+_AV_COMPANDED = {"pcm_mulaw": "mulaw", "pcm_alaw": "alaw"}
+
+
+@dataclass(frozen=True, slots=True)
+class AudioFormat:
+    """A source's own sample rate, channel count and sample format (`pcm16`, `float32`, ...)."""
+
+    sample_rate_hz: int
+    channels: int
+    sample_format: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The timeline's `audio_source.original_format` object."""
+        return {
+            "sample_rate_hz": self.sample_rate_hz,
+            "channels": self.channels,
+            "sample_format": self.sample_format,
+        }
+
+    def conversions(self) -> list[dict[str, Any]]:
+        """Each change to reach 16 kHz mono pcm16: sample format, then channels, then rate."""
+        steps: list[dict[str, Any]] = []
+        if self.sample_format != TARGET_SAMPLE_FORMAT:
+            steps.append(
+                {"step": "converted", "from": self.sample_format, "to": TARGET_SAMPLE_FORMAT}
+            )
+        if self.channels > 1:
+            steps.append({"step": "downmixed", "from": self.channels, "to": 1})
+        if self.sample_rate_hz and self.sample_rate_hz != INPUT_SAMPLE_RATE_HZ:
+            steps.append(
+                {"step": "resampled", "from": self.sample_rate_hz, "to": INPUT_SAMPLE_RATE_HZ}
+            )
+        return steps
+
+
+def soundfile_sample_format(subtype: str) -> str:
+    """The sample format name of a libsndfile subtype (`PCM_24` → `pcm24`)."""
+    return _SF_SAMPLE_FORMATS.get(subtype, subtype.lower())
+
+
+def av_sample_format(codec: str | None, av_format: str | None) -> str:
+    """The sample format name of a PyAV stream (`pcm_s24le` → `pcm24`, AAC's `fltp` → `float32`)."""
+    if codec in _AV_COMPANDED:
+        return _AV_COMPANDED[codec]
+    match = _AV_PCM_CODEC.fullmatch(codec or "")
+    if match is not None:
+        signed, bits = match.groups()
+        return f"pcm{bits}" + ("u" if signed == "u" else "")
+    if av_format is None:
+        return "unknown"
+    packed = av_format[:-1] if av_format.endswith("p") else av_format
+    return _AV_SAMPLE_FORMATS.get(packed, av_format)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -48,9 +124,12 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 class _FileAudio:
     """Shared `info()` bookkeeping: kind, path, duration and a lazily computed sha256."""
 
-    def __init__(self, path: str | os.PathLike[str], kind: str, estimated_ms: int) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], kind: str, estimated_ms: int, fmt: AudioFormat
+    ) -> None:
         self.path = os.fspath(path)
         self.kind = kind
+        self.original_format = fmt
         self._estimated_ms = estimated_ms
         self._decoded_ms: int | None = None
         self._sha256: str | None = None
@@ -70,6 +149,8 @@ class _FileAudio:
             "path": self.path,
             "duration_ms": self.duration_ms,
             "sha256": self._sha256,
+            "original_format": self.original_format.to_dict(),
+            "conversions": self.original_format.conversions(),
         }
 
     def _finish(self, samples: int) -> None:
@@ -106,15 +187,28 @@ class SoundFileAudio(_FileAudio):
         self.channels = int(info.channels)
         self.frames = int(info.frames)
         self.format = str(info.format)
+        self.subtype = str(info.subtype)
         guessed = "wav" if self.format in _WAV_FORMATS else "audio_file"
-        super().__init__(path, kind or guessed, self.frames * 1000 // self.sample_rate)
+        fmt = AudioFormat(self.sample_rate, self.channels, soundfile_sample_format(self.subtype))
+        super().__init__(path, kind or guessed, self.frames * 1000 // self.sample_rate, fmt)
+
+    @property
+    def native(self) -> bool:
+        """Whether the file is already 16 kHz mono 16-bit PCM (read as int16, untouched)."""
+        return (
+            self.subtype == "PCM_16"
+            and self.sample_rate == INPUT_SAMPLE_RATE_HZ
+            and self.channels == 1
+        )
 
     def chunks(self) -> Iterator[bytes]:
         """16 kHz mono int16 LE PCM, about one second per chunk."""
         import numpy as np
         import soundfile as sf
 
-        native = self.sample_rate == INPUT_SAMPLE_RATE_HZ and self.channels == 1
+        # Anything but 16-bit PCM is read as float32: libsndfile scales integers to [-1, 1]
+        # but would truncate float samples to int16 unscaled (all zero).
+        native = self.native
         converter = None if native else PcmConverter()
         total = 0
         with sf.SoundFile(self.path) as fh:
@@ -175,7 +269,12 @@ class AvAudio(_FileAudio):
                 path, f"unsupported audio codec (PyAV has no decoder for stream #{stream.index})"
             )
         self.stream_index = stream.index
-        super().__init__(path, kind, stream.duration_ms or media.duration_ms)
+        fmt = AudioFormat(
+            stream.sample_rate,
+            stream.channels,
+            av_sample_format(stream.codec, stream.sample_format),
+        )
+        super().__init__(path, kind, stream.duration_ms or media.duration_ms, fmt)
 
     def chunks(self) -> Iterator[bytes]:
         """16 kHz mono int16 LE PCM from media time 0, about one second per chunk."""

@@ -42,6 +42,8 @@ class StreamInfo:
     channels: int = 0
     layout: str | None = None
     attached_pic: bool = False
+    #: The audio decoder's sample format as FFmpeg names it (`s16`, `fltp`, ...).
+    sample_format: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +173,13 @@ def _stream_info(stream: Any, origin: Fraction) -> StreamInfo:
         )
     if kind == "audio" and ctx is not None:
         layout = ctx.layout.name if ctx.layout is not None else None
+        sample_format = ctx.format.name if ctx.format is not None else None
         return StreamInfo(
-            **common, sample_rate=int(ctx.sample_rate), channels=int(ctx.channels), layout=layout
+            **common,
+            sample_rate=int(ctx.sample_rate),
+            channels=int(ctx.channels),
+            layout=layout,
+            sample_format=sample_format,
         )
     return StreamInfo(**common)
 

@@ -85,7 +85,15 @@ async def test_stream_to_reference_server_bundle_matches_server_view(
             said[rid] = said.get(rid, "") + e["event"]["delta"]
     assert said and all(text for text in said.values())
     written = (run / "transcript.txt").read_text()
-    assert all(f"{rid} speak (completed): {text}" in written for rid, text in said.items())
+    # asap pacing: no listener clock, so no heard position
+    where = {
+        d["response_id"]: f"unit_index={d['unit_index']} heard_start_ms=-"
+        for d in result["decisions"]
+        if d["decision"] == "speak"
+    }
+    assert all(
+        f"{rid} speak (completed) {where[rid]}: {text}" in written for rid, text in said.items()
+    )
     assert result["transcript"] == "\n".join(said.values())
     session = load(run, "session.json")
     assert session["capabilities"]["first_unit_ms"] == 1000

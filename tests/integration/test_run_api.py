@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,7 +39,12 @@ async def test_stream_clip_returns_result_matching_bundle(tmp_path: Path) -> Non
     assert len(result.audio) == result.counts["output_audio_ms"] * 24
     assert result.timeline is not None and result.timeline["totals"]["appends"] == 12
     assert [d["decision"] for d in result.decisions].count("speak") == result.counts["speak"]
-    assert result.transcript and result.latencies_ms["first_audio_from_commit"] is not None
+    assert result.transcript
+    # asap pacing has no listener clock: nothing heard-time is measured, and the bundle says why
+    assert result.timing == "not_realtime" and on_disk["timing"] == "not_realtime"
+    assert "turns" not in on_disk and "metrics" not in on_disk
+    assert "heard.wav" in on_disk["omitted"] and not (tmp_path / "run" / "heard.wav").exists()
+    assert not (tmp_path / "run" / "conversation.wav").exists()
 
 
 async def test_stream_clip_rejects_bad_options_before_sending(tmp_path: Path) -> None:
@@ -82,12 +88,28 @@ async def test_a_server_vad_stream_follows_the_servers_commits(tmp_path: Path) -
         )
         accepted = server.appends()
         remembered = [i for i in server.history() if i.get("role") == "assistant"]
-    # Both answers were acked at response.done, before the next server commit: no
-    # playback_ack_too_late, so the run is ok and both answers are in the history, whole.
+    # Acks carry what the virtual listener heard, before each next commit: no
+    # playback_ack_too_late, so the run is ok, and the history holds exactly what was acked.
     assert result.ok, result.error
     spoken = [d for d in result.decisions if d["decision"] == "speak"]
     assert len(spoken) == 2
-    assert [i["audio_ms"] for i in remembered] == [d["audio_ms"] for d in spoken]
+    acked: dict[str, dict[str, Any]] = {}
+    for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["type"] == "playback.acknowledged":
+            acked[row["event"]["response_id"]] = row["event"]
+    assert [i["audio_ms"] for i in remembered] == [
+        acked[d["response_id"]]["played_ms"] for d in spoken
+    ]
+    turns = {t.response_id: t for t in result.turns or []}
+    for d in spoken:
+        turn, ack = turns[d["response_id"]], acked[d["response_id"]]
+        assert ack["played_ms"] <= turn.heard_ms <= turn.received_ms
+        if turn.cut:  # stopped by the user's speech: acked whole-heard, truncating
+            assert ack["truncate"] and ack["played_ms"] == int(turn.heard_ms)
+    # the first answer was still playing when the second question began: the SDK stops it
+    first = turns[spoken[0]["response_id"]]
+    assert first.cut == "input_audio_buffer.speech_started" and first.heard_ms < first.received_ms
     timeline = result.timeline
     assert timeline is not None
     commits = timeline["server_commits"]

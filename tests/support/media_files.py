@@ -156,3 +156,61 @@ def dominant_hz(pcm: bytes, rate: int = 16000) -> float:
     x = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
     spectrum = np.abs(np.fft.rfft(x * np.hanning(len(x))))
     return float(np.argmax(spectrum) * rate / len(x))
+
+
+#: Frequencies of `two_tone`: left/mono 440 Hz, right 1 kHz (the mono mix holds both).
+TWO_TONE_HZ = (440.0, 1000.0)
+
+
+def two_tone(seconds: float, rate: int, channels: int = 1, amp: float = 0.5) -> Any:
+    """Shape (samples, channels) float64 whose channel mean is always `two_tone_mono`.
+
+    Mono is `amp/2 * (sin 440 Hz + sin 1 kHz)`; stereo puts `amp * sin 440 Hz` left and
+    `amp * sin 1 kHz` right, so a correct downmix gives the same signal as the mono file.
+    """
+    t = np.arange(round(seconds * rate)) / rate
+    low, high = (np.sin(2 * np.pi * hz * t) for hz in TWO_TONE_HZ)
+    if channels == 1:
+        return (amp / 2 * (low + high))[:, None]
+    if channels == 2:
+        return amp * np.stack([low, high], axis=1)
+    raise ValueError("two_tone makes mono or stereo")
+
+
+def two_tone_mono(samples: int, rate: int = 16000, amp: float = 0.5) -> Any:
+    """The mono mix of `two_tone`, computed analytically at `rate` (the reference)."""
+    t = np.arange(samples) / rate
+    return amp / 2 * sum(np.sin(2 * np.pi * hz * t) for hz in TWO_TONE_HZ)
+
+
+def write_two_tone_wav(
+    path: Path, *, rate: int, channels: int, subtype: str, seconds: float = 1.5
+) -> Path:
+    """A `two_tone` WAV in a libsndfile subtype (`FLOAT`, `DOUBLE`, `PCM_U8`, `PCM_24`, ...)."""
+    import soundfile as sf
+
+    sf.write(str(path), two_tone(seconds, rate, channels), rate, subtype=subtype)
+    return path
+
+
+def best_correlation(got: Any, ref: Any, max_lag: int) -> tuple[float, int]:
+    """Highest normalised correlation of `got` with `ref` over lags ±max_lag, and that lag.
+
+    A positive lag means `got` is late (sample `i + lag` of got matches sample `i` of ref).
+    Only the overlap is compared, so the resampler's delay and edge transients do not count.
+    """
+    x = np.asarray(got, dtype=np.float64)
+    y = np.asarray(ref, dtype=np.float64)
+    best, best_lag = -1.0, 0
+    for lag in range(-max_lag, max_lag + 1):
+        a = x[max(lag, 0) :]
+        b = y[max(-lag, 0) :]
+        n = min(len(a), len(b)) - 2 * max_lag
+        if n <= 0:
+            continue
+        a, b = a[max_lag : max_lag + n], b[max_lag : max_lag + n]
+        denom = float(np.linalg.norm(a) * np.linalg.norm(b))
+        corr = float(np.dot(a, b)) / denom if denom else 0.0
+        if corr > best:
+            best, best_lag = corr, lag
+    return best, best_lag

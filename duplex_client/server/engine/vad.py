@@ -1,106 +1,53 @@
-"""Voice activity: the Silero VAD ONNX model on onnxruntime, and speech start/stop with hangover.
+"""Voice activity: Silero VAD window scores, and speech start/stop with hangover.
 
-The model (MIT, see `models/LICENSE-silero-vad`) scores 32 ms windows of 16 kHz audio; each
-window is fed with the previous window's last 64 samples as context and the recurrent state
-carried over. `SpeechTracker` turns the scores into speech start/stop events: speech starts
+The model wrapper (`SileroModel`, `VadStream`, the process-wide `shared_model`) lives in
+`duplex_client.media.vad`, shared with the client's offline speech segments, and is re-exported
+here. The model (MIT, see `models/LICENSE-silero-vad`) scores 32 ms windows of 16 kHz audio;
+each window is fed with the previous window's last 64 samples as context and the recurrent
+state carried over. `SpeechTracker` turns the scores into speech start/stop events: speech starts
 after `min_speech_ms` of windows at or above `threshold` and stops once the score stayed below
 `threshold - 0.15` for `silence_ms` (the hangover).
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from duplex_client.media.vad import (
+    CONTEXT_SAMPLES,
+    MODEL_PATH,
+    WINDOW_MS,
+    WINDOW_SAMPLES,
+    SileroModel,
+    VadStream,
+    VadUnavailable,
+    shared_model,
+)
 from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, StreamResampler, to_float
 
-MODEL_PATH: Final = Path(__file__).parent / "models" / "silero_vad.onnx"
-WINDOW_SAMPLES: Final = 512
-CONTEXT_SAMPLES: Final = 64
-WINDOW_MS: Final = WINDOW_SAMPLES * 1000 // MODEL_RATE_HZ  # 32
+#: The server's name for `duplex_client.media.vad.VadUnavailable` (onnxruntime or model missing).
+VadUnavailableError = VadUnavailable
 
-
-class VadUnavailableError(RuntimeError):
-    """onnxruntime or the model file is missing."""
-
-
-class SileroModel:
-    """The Silero graph in one single-threaded onnxruntime session, shared by all streams."""
-
-    def __init__(self, path: Path = MODEL_PATH) -> None:
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:
-            raise VadUnavailableError(
-                "the speech engine needs onnxruntime: pip install 'duplex-client[server]'"
-            ) from exc
-        if not path.is_file():
-            raise VadUnavailableError(f"Silero VAD model not found at {path}")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self._session: Any = ort.InferenceSession(
-            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._rate = np.array(MODEL_RATE_HZ, dtype=np.int64)
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def initial_state() -> NDArray[np.float32]:
-        """The recurrent state of a fresh stream."""
-        return np.zeros((2, 1, 128), dtype=np.float32)
-
-    def score(
-        self, window: NDArray[np.float32], state: NDArray[np.float32]
-    ) -> tuple[float, NDArray[np.float32]]:
-        """Speech probability of one context+window input (576 samples) and the next state."""
-        feed = {"input": window[None, :], "state": state, "sr": self._rate}
-        with self._lock:
-            prob, new_state = self._session.run(None, feed)
-        return float(prob[0, 0]), new_state
-
-
-_shared: SileroModel | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_model() -> SileroModel:
-    """The process-wide model, loaded on first use."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = SileroModel()
-        return _shared
-
-
-class VadStream:
-    """One audio stream's model state: 16 kHz float samples in, one probability per window out."""
-
-    def __init__(self, model: SileroModel | None = None) -> None:
-        self.model = model or shared_model()
-        self._state = SileroModel.initial_state()
-        self._context = np.zeros(CONTEXT_SAMPLES, dtype=np.float32)
-        self._pending = np.zeros(0, dtype=np.float32)
-
-    def push(self, samples: Samples) -> NDArray[np.float32]:
-        """Probabilities of every window completed by these samples (the rest is kept)."""
-        data = np.concatenate([self._pending, samples.astype(np.float32, copy=False)])
-        n = len(data) // WINDOW_SAMPLES
-        probs = np.empty(n, dtype=np.float32)
-        for i in range(n):
-            window = data[i * WINDOW_SAMPLES : (i + 1) * WINDOW_SAMPLES]
-            probs[i], self._state = self.model.score(
-                np.concatenate([self._context, window]), self._state
-            )
-            self._context = window[-CONTEXT_SAMPLES:]
-        self._pending = data[n * WINDOW_SAMPLES :].copy()
-        return probs
+__all__ = [
+    "CONTEXT_SAMPLES",
+    "MODEL_PATH",
+    "WINDOW_MS",
+    "WINDOW_SAMPLES",
+    "SileroModel",
+    "SpeechEvent",
+    "SpeechTracker",
+    "VadParams",
+    "VadResult",
+    "VadStream",
+    "VadUnavailableError",
+    "VoiceActivityDetector",
+    "shared_model",
+    "speech_segments",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,8 @@ async def test_bundle_writes_audio_events_transcript_and_session(tmp_path: Path)
     delta = next(x for x in lines if x["type"] == "response.output_audio.delta")
     assert delta["event"]["delta"].startswith("<base64: ")
     transcript = (run / "transcript.txt").read_text()
-    assert "resp_1 speak (completed): hello there" in transcript
+    # no unit index in this scripted response, and no listener attached: both unknown
+    assert "resp_1 speak (completed) unit_index=- heard_start_ms=-: hello there" in transcript
     assert "resp_2 speak (cancelled)" in transcript
     session = json.loads((run / "session.json").read_text())
     assert session["capabilities"]["first_unit_ms"] == 1000

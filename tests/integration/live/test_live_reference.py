@@ -166,7 +166,7 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
     ]
     assert acked and acked[-1] == result.counts["played_ms"] > 0
     assert any(sd.outputs[0].played) and result.ok, result.error
-    assert result.latencies_ms["last_response_first_audio"] is not None
+    assert result.latencies_ms["last_response_heard"] is not None
 
 
 @pytest.mark.skipif(not speech_available(), reason="needs the server extra (speech engine)")

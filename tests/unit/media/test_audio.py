@@ -9,9 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from duplex_client.framing.redact import audio_source_facts
 from duplex_client.framing.sources import PcmSource
 from duplex_client.media import AvAudio, SoundFileAudio, open_audio, open_clip
-from tests.support.media_files import dominant_hz, write_audio_file
+from tests.support.media_files import (
+    best_correlation,
+    dominant_hz,
+    two_tone_mono,
+    write_audio_file,
+    write_two_tone_wav,
+)
 
 
 def pcm_of(source: PcmSource) -> bytes:
@@ -154,3 +161,137 @@ def test_late_audio_is_aligned_to_media_time_zero(tmp_path: Path) -> None:
     pcm = np.frombuffer(pcm_of(clip.audio), "<i2")
     assert np.abs(pcm[:6000]).max() < 100  # silence before the audio starts
     assert np.abs(pcm[9000:12000]).mean() > 10000  # the tone where it plays
+
+
+def _converted(fmt: str) -> dict[str, object]:
+    return {"step": "converted", "from": fmt, "to": "pcm16"}
+
+
+DOWNMIXED = {"step": "downmixed", "from": 2, "to": 1}
+RESAMPLED_48K = {"step": "resampled", "from": 48000, "to": 16000}
+#: (libsndfile subtype, rate, channels, original sample_format, expected conversions)
+WAV_KINDS = {
+    "float32": ("FLOAT", 16000, 1, "float32", [_converted("float32")]),
+    "float64": ("DOUBLE", 16000, 1, "float64", [_converted("float64")]),
+    "pcm8u": ("PCM_U8", 16000, 1, "pcm8u", [_converted("pcm8u")]),
+    "pcm24": ("PCM_24", 16000, 1, "pcm24", [_converted("pcm24")]),
+    "pcm32": ("PCM_32", 16000, 1, "pcm32", [_converted("pcm32")]),
+    "stereo_pcm16": ("PCM_16", 16000, 2, "pcm16", [DOWNMIXED]),
+    "48k_pcm16": ("PCM_16", 48000, 1, "pcm16", [RESAMPLED_48K]),
+    "48k_stereo_float32": (
+        "FLOAT", 48000, 2, "float32", [_converted("float32"), DOWNMIXED, RESAMPLED_48K],
+    ),
+}  # fmt: skip
+SECONDS = 1.5
+MAX_LAG = 5 * 16  # the resampler's delay stays within 5 ms
+
+
+def assert_faithful(pcm: bytes, seconds: float = SECONDS) -> None:
+    """`pcm` is `two_tone_mono`: length, level and shape (correlation after lag alignment)."""
+    got = np.frombuffer(pcm, "<i2").astype(np.float64) / 32768
+    assert abs(len(got) - seconds * 16000) <= MAX_LAG, len(got)
+    assert np.abs(got).max() > 0.4  # the mix peaks near 0.5 full scale; silence is 0
+    ref = two_tone_mono(len(got))
+    corr, lag = best_correlation(got, ref, MAX_LAG)
+    assert corr > 0.99, (corr, lag)
+    level = np.sqrt(np.mean(got[MAX_LAG:-MAX_LAG] ** 2) / np.mean(ref**2))
+    assert 0.9 < level < 1.1, level  # scaled right: no int truncation, downmix is a mean
+
+
+@pytest.mark.parametrize("reader", ["soundfile", "pyav"])
+@pytest.mark.parametrize("kind", list(WAV_KINDS))
+def test_every_wav_sample_format_is_read_faithfully(tmp_path: Path, kind: str, reader: str) -> None:
+    subtype, rate, channels, sample_format, conversions = WAV_KINDS[kind]
+    path = write_two_tone_wav(
+        tmp_path / f"{kind}.wav", rate=rate, channels=channels, subtype=subtype, seconds=SECONDS
+    )
+    source = open_audio(path) if reader == "soundfile" else AvAudio(path, kind="wav")
+    assert isinstance(source, SoundFileAudio if reader == "soundfile" else AvAudio)
+    before = source.info()  # known from the header, before anything is decoded
+    assert before["original_format"] == {
+        "sample_rate_hz": rate,
+        "channels": channels,
+        "sample_format": sample_format,
+    }
+    assert before["conversions"] == conversions
+    assert_faithful(pcm_of(source))
+    after = source.info()
+    assert (after["original_format"], after["conversions"]) == (
+        before["original_format"],
+        conversions,
+    )
+
+
+def test_float_wav_at_the_native_rate_is_not_silence(tmp_path: Path) -> None:
+    """The reported bug: 16 kHz mono float32 used to be read as int16 and came out all zero."""
+    path = write_two_tone_wav(tmp_path / "f.wav", rate=16000, channels=1, subtype="FLOAT")
+    source = open_audio(path)
+    assert isinstance(source, SoundFileAudio) and not source.native
+    pcm = np.frombuffer(pcm_of(source), "<i2")
+    assert len(pcm) == SECONDS * 16000
+    expected = np.round(two_tone_mono(len(pcm)) * 32768)
+    assert np.abs(pcm - expected).max() <= 1  # no resampling: sample for sample
+
+
+def test_untouched_pcm16_records_no_conversion(tmp_path: Path) -> None:
+    path = write_two_tone_wav(tmp_path / "n.wav", rate=16000, channels=1, subtype="PCM_16")
+    source = open_audio(path)
+    assert isinstance(source, SoundFileAudio) and source.native
+    info = source.info()
+    assert info["original_format"] == {
+        "sample_rate_hz": 16000,
+        "channels": 1,
+        "sample_format": "pcm16",
+    }
+    assert info["conversions"] == []
+    assert_faithful(pcm_of(source))
+
+
+def test_soundtrack_and_m4a_record_their_decoded_format(av_clip: Path, tmp_path: Path) -> None:
+    clip = open_clip(av_clip)
+    assert clip.audio is not None
+    info = clip.info()["audio_source"]
+    assert info["original_format"] == {
+        "sample_rate_hz": 48000,
+        "channels": 2,
+        "sample_format": "float32",  # AAC decodes to fltp
+    }
+    assert info["conversions"] == [_converted("float32"), DOWNMIXED, RESAMPLED_48K]
+    m4a = open_audio(write_audio_file(tmp_path / "t.m4a", 1.0, 44100, 440.0))
+    assert isinstance(m4a, AvAudio)
+    assert m4a.info()["original_format"] == {
+        "sample_rate_hz": 44100,
+        "channels": 1,
+        "sample_format": "float32",
+    }
+    assert m4a.info()["conversions"] == [
+        _converted("float32"),
+        {"step": "resampled", "from": 44100, "to": 16000},
+    ]
+
+
+def test_flac_and_ogg_formats(tmp_path: Path) -> None:
+    flac = open_audio(write_audio_file(tmp_path / "t.flac", 1.0, 22050, 440.0))
+    assert flac.info()["original_format"]["sample_format"] == "pcm16"
+    assert flac.info()["conversions"] == [{"step": "resampled", "from": 22050, "to": 16000}]
+    ogg = open_audio(write_audio_file(tmp_path / "t.ogg", 1.0, 16000, 440.0))
+    assert ogg.info()["original_format"]["sample_format"] == "float32"  # Vorbis decodes to float
+    assert ogg.info()["conversions"] == [_converted("float32")]
+
+
+def test_format_facts_pass_the_timeline_whitelist_and_stay_small(tmp_path: Path) -> None:
+    path = write_two_tone_wav(tmp_path / "s.wav", rate=48000, channels=2, subtype="FLOAT")
+    info = open_audio(path).info()
+    facts = audio_source_facts(info)
+    assert facts["original_format"] == info["original_format"]
+    assert facts["conversions"] == info["conversions"]
+    hostile = audio_source_facts(
+        {
+            **info,
+            "original_format": {"sample_format": "data:audio/wav;base64,AAAA", "x" * 100: 1},
+            "conversions": [{"step": "resampled", "pcm": b"\x00" * 64, "nested": {"a": 1}}],
+        }
+    )
+    assert hostile["original_format"] == {"sample_format": None}
+    assert hostile["conversions"] == [{"step": "resampled", "pcm": None, "nested": None}]
+    assert audio_source_facts({**info, "conversions": list(range(1000))})["conversions"] is None

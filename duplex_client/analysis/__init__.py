@@ -1,0 +1,1 @@
+"""Sans-I/O analysis of a run: what a listener heard, turns, latency and metrics."""
