@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml cli/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,server,mic]' -e ./cli
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,server,mic,vad,notebook]' -e ./cli
 	touch $(STAMP)
 
 install: $(STAMP)

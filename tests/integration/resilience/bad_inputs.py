@@ -64,6 +64,17 @@ CASES = [
     Case("output directory not writable", ["--input-audio", "{wav}", "--output-dir", "{blocked}"],
          {"input_audio": "{wav}", "output_dir": "{blocked}"}, 2, "cannot write"),
     Case("nothing to stream", [], {}, 2, "nothing to stream"),
+    # annotations (user speech for turn latency)
+    Case("annotations file missing", ["--input-audio", "{wav}", "--annotations", "{missing}"],
+         {"input_audio": "{wav}", "annotations": "{missing}"}, 2, "no such annotation file"),
+    Case("annotations not JSON", ["--input-audio", "{wav}", "--annotations", "{text}"],
+         {"input_audio": "{wav}", "annotations": "{text}"}, 2, "not JSON"),
+    Case("annotations out of range", ["--input-audio", "{wav}", "--annotations", "{late}"],
+         {"input_audio": "{wav}", "annotations": "{late}"}, 2, "after the media ends"),
+    Case("annotations without real-time pacing",
+         ["--input-audio", "{wav}", "--annotations", "{speech}", "--no-realtime-pacing"],
+         {"input_audio": "{wav}", "annotations": "{speech}", "realtime": False}, 2,
+         "--annotations needs real-time pacing"),
     # the server side
     Case("URL refusing connections", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
          "connection refused", url="refused"),
@@ -94,7 +105,11 @@ def make_inputs(tmp: Path, clip: Path) -> dict[str, str]:
     sf.write(str(silence), np.zeros(0, np.int16), 16000)
     (tmp / "photo.png").write_text("not a picture")
     (tmp / "blocked").write_text("a file, not a directory")
+    (tmp / "late.json").write_text('[{"start_ms": 5000, "end_ms": 6000}]')
+    (tmp / "speech.json").write_text('[{"start_ms": 100, "end_ms": 800}]')
     return {
+        "late": str(tmp / "late.json"),
+        "speech": str(tmp / "speech.json"),
         "missing": str(tmp / "missing.mp4"),
         "directory": str(directory),
         "empty": str(tmp / "empty.mp4"),
