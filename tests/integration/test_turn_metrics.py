@@ -202,7 +202,7 @@ async def _run_with(
 
 
 async def test_a_second_response_is_queued_after_the_first(tmp_path: Path) -> None:
-    result, run, peer = await _run_with(
+    result, run, _peer = await _run_with(
         tmp_path,
         {
             800: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],

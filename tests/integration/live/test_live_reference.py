@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from duplex_client.framing import check_timeline
@@ -167,6 +168,14 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
     assert acked and acked[-1] == result.counts["played_ms"] > 0
     assert any(sd.outputs[0].played) and result.ok, result.error
     assert result.latencies_ms["last_response_heard"] is not None
+    # heard.wav is what the (fake) speaker played (sped up here, so blocks overlap on the
+    # wall clock; tests/unit/live/test_player.py checks the placement at real speed)
+    played = np.frombuffer(bytes(sd.outputs[0].played), dtype="<i2")
+    heard = result.heard
+    assert np.count_nonzero(heard) > 0 and np.abs(heard).max() == np.abs(played).max()
+    assert result.conversation.shape[1] == 2
+    (turn,) = result.turns or []
+    assert turn.heard_start_ms is not None and abs(turn.heard_ms - acked[-1]) <= 25
 
 
 @pytest.mark.skipif(not speech_available(), reason="needs the server extra (speech engine)")

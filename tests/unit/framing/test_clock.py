@@ -76,3 +76,15 @@ def test_offsets_are_rounded_to_microseconds() -> None:
 def test_rejects_unknown_pacing() -> None:
     with pytest.raises(ValueError):
         MediaClock("fast")  # type: ignore[arg-type]
+
+
+def test_media_time_of_a_monotonic_reading() -> None:
+    now = [50.0]
+    clock = MediaClock("realtime", now=lambda: now[0])
+    assert clock.media_ms_at(50.0) is None  # no anchor yet: no media time
+    clock.start()
+    assert clock.media_ms_at(50.25) == 250.0
+    assert clock.media_ms_at(49.9995) == -0.5  # before the first input sample
+    asap = MediaClock("asap", now=lambda: now[0])
+    asap.start()
+    assert asap.media_ms_at(51.0) is None  # media time does not follow the wall clock

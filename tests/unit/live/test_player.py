@@ -92,3 +92,34 @@ def test_clear_all_returns_what_was_playing() -> None:
 def test_no_output_device_is_a_clear_error() -> None:
     with pytest.raises(DeviceError, match="speaker"):
         Player(sd=FakeSoundDevice(devices=False)).start()
+
+
+def test_rendered_blocks_are_stamped_with_when_they_play_on_the_monotonic_clock() -> None:
+    """The device's DAC times, mapped to the monotonic clock, place heard.wav's samples."""
+    from duplex_client.analysis.heard import render_heard, segments_from_blocks
+    from duplex_client.framing.clock import MediaClock
+
+    sd = FakeSoundDevice(pace=None, output_latency_s=0.05)
+    holder: dict[str, FakeOutputStream] = {}
+
+    def monotonic() -> float:  # the stream clock runs at 1000 s, monotonic at 40 s
+        stream = holder.get("out")
+        return 40.0 if stream is None else stream.time - 960.0
+
+    player = Player(sd=sd, jitter_ms=0, clock=monotonic)
+    player.start()
+    out = holder["out"] = sd.outputs[0]
+    media = MediaClock("realtime", now=monotonic)
+    media.start()  # media 0 = stream time 1000 s
+    out.render(100)  # 100 ms of silence first
+    player.enqueue("r1", pcm(200, 123))
+    player.end("r1")
+    out.render(400)
+    assert player.first_rendered["r1"] == pytest.approx(40.0 + 0.1 + 0.05)  # + DAC latency
+    blocks = [(media.media_ms_at(t), rid, data) for t, rid, data in player.rendered]
+    segments, audio = segments_from_blocks(blocks, RATE)  # type: ignore[arg-type]
+    track = render_heard(segments, audio, RATE)
+    lit = np.flatnonzero(track)
+    # the first sample is heard 150 ms in (100 ms queued silence + 50 ms output latency)
+    assert lit[0] == round(0.15 * RATE) and len(lit) == round(0.2 * RATE)
+    assert set(track[lit].tolist()) == {123}
