@@ -281,6 +281,7 @@ async def record_listening(
     warn: Callable[[str], None],
     *,
     device_blocks: Sequence[tuple[float, str, bytes]] | None = None,
+    cut_by: dict[str, str] | None = None,
 ) -> None:
     """Fill `timing`, `turns` and `metrics`, writing `heard.wav` and `conversation.wav`.
 
@@ -300,7 +301,7 @@ async def record_listening(
         warn(message)
 
     report = await listening.report(
-        handles, timeline, end_ms, device_blocks=device_blocks, warn=note
+        handles, timeline, end_ms, device_blocks=device_blocks, cut_by=cut_by, warn=note
     )
     result.turns, result.metrics = report.turns, report.metrics
     result.user_speech = [{"start_ms": s.start_ms, "end_ms": s.end_ms} for s in report.user_speech]

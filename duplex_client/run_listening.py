@@ -27,7 +27,7 @@ from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.listening import SENT_FILE, ListeningReport, SentAudio
+from duplex_client.listening_report import SENT_FILE, ListeningReport, SentAudio
 from duplex_client.live.playback import TICK_S, PlaybackSync
 from duplex_client.live.virtual_player import VirtualPlayer
 
@@ -176,14 +176,20 @@ class RunListening:
         media_end_ms: int,
         *,
         device_blocks: Sequence[tuple[float, str, bytes]] | None = None,
+        cut_by: dict[str, str] | None = None,
         warn: Callable[[str], None] | None = None,
     ) -> ListeningReport:
-        """Write the heard files and measure the turns (heavy parts in a worker thread)."""
-        cut_by = dict(self.sync.cut_by) if self.sync is not None else {}
+        """Write the heard files and measure the turns (heavy parts in a worker thread).
+
+        `device_blocks` and `cut_by` describe a device's playback (live mode); without them
+        the virtual player's schedule is used.
+        """
+        if cut_by is None:
+            cut_by = dict(self.sync.cut_by) if self.sync is not None else {}
         segments, audio, spans = self.heard(device_blocks, cut_by)
         unit_sent = unit_send_times(timeline)
-        sent = self.sent.read()
         try:
+            sent = await asyncio.to_thread(self.sent.read)
             report = await asyncio.to_thread(
                 ListeningReport.build,
                 self.out_dir,

@@ -14,9 +14,8 @@ CLIP = Path(__file__).resolve().parent / "sample.mp4"
 result = stream_clip_blocking(
     None,  # None: embedded reference server on a loopback port
     input_video=str(CLIP),
-    tail_silence_s=1.0,
-    realtime=False,  # as fast as possible; the default paces on the media clock
-    output_dir=Path("runs") / "notebook-example",
+    tail_silence_s=1.0,  # paced on the media clock (realtime=False: as fast as possible,
+    output_dir=Path("runs") / "notebook-example",  # but then nothing is heard or measured)
 )
 
 # %% Transport and lifecycle (not answer quality)
@@ -29,12 +28,19 @@ for d in result.decisions:
         f"unit {d['unit_index']!s:>4} {d['unit_kind'] or '':6} {d['decision']:6} {d['transcript']}"
     )
 
-# %% Answer audio as numpy (int16 at 24 kHz) and latencies from the commit
-audio = result.audio
-print(
-    f"answer audio: {len(audio) / 24000:.2f} s, peak {int(abs(audio).max()) if len(audio) else 0}"
-)
-print("latencies (ms from commit):", result.latencies_ms)
+# %% Turns: when each answer was heard, and how long after the user stopped speaking
+frame = result.turns_frame()  # a pandas DataFrame (the `notebook` extra); or result.turns
+print(frame[["unit_index", "user_end_ms", "heard_start_ms", "latency_ms", "cut"]].to_string())
+assert result.metrics is not None
+latency = result.metrics["latency_ms"]
+print(f"heard latency p50 {latency['p50']} ms, max {latency['max']} ms")
+print("user speech from", result.metrics["user_end_source"], result.user_speech)
+
+# %% What a listener heard, and the whole exchange (int16 at 24 kHz, sample 0 = media time 0)
+heard, conversation = result.heard, result.conversation
+print(f"heard: {len(heard) / 24000:.2f} s, conversation: {conversation.shape}")
+audio = result.audio  # the answers as received, back to back (output.wav)
+print(f"answer audio received: {len(audio) / 24000:.2f} s")
 
 # %% What was sent: the input timeline
 assert result.timeline is not None

@@ -91,10 +91,14 @@ def heard_latency(result: RunResult) -> str:
         why = "user speech unknown" if source == "none" else "no answer heard after user speech"
         return f"- ({turns} turns, {why})"
     unanswered = metrics.get("unanswered_turns")
-    tail = "" if not unanswered else f", {unanswered} user turn(s) unanswered"
+    tail = "" if not unanswered else f"; {unanswered} user turn(s) unanswered"
+    first = metrics.get("first_answer_latency_ms") or {}
+    firsts = ""
+    if first.get("count"):
+        firsts = f"; first answer p50 {_ms(first['p50'])}, max {_ms(first['max'])}"
     return (
         f"p50 {_ms(latency['p50'])}, max {_ms(latency['max'])} "
-        f"({latency['count']} turns, user end from {source}{tail})"
+        f"({latency['count']} turns, user end from {source}{firsts}{tail})"
     )
 
 

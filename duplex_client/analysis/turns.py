@@ -15,6 +15,9 @@ from duplex_client.analysis.annotations import SpeechSegment, user_end_before
 from duplex_client.analysis.listener import HeardSegment, HeardSpan
 
 UserEndSource = Literal["annotation", "vad", "none"]
+#: User speech separated by a shorter pause is one user turn (the common end-of-turn
+#: silence, as in the JoyAI preset's server VAD) for `unanswered_turns` and first answers.
+TURN_GAP_MS = 500.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +164,36 @@ class TurnMetrics:
         sound = [*self.user, *(h for spans in self.heard.values() for h in spans)]
         return round(window[1] - window[0] - _covered(window, sound), 3)
 
+    def user_turns(self) -> list[tuple[float, float]]:
+        """The user's speech as turns: segments apart by less than `TURN_GAP_MS` joined."""
+        out: list[tuple[float, float]] = []
+        for start, end in sorted(self.user):
+            if out and start - out[-1][1] < TURN_GAP_MS:
+                out[-1] = (out[-1][0], max(out[-1][1], end))
+            else:
+                out.append((start, end))
+        return out
+
+    def first_answers(self) -> list[tuple[tuple[float, float], float | None]]:
+        """Each user turn and the heard start of the first response answering it (or None)."""
+        out = []
+        for start, end in self.user_turns():
+            starts = [
+                t.heard_start_ms
+                for t in self.turns
+                if t.heard_start_ms is not None
+                and t.heard_ms > 0
+                and t.user_end_ms is not None
+                and start <= t.user_end_ms <= end
+            ]
+            out.append(((start, end), min(starts) if starts else None))
+        return out
+
     def unanswered(self) -> int | None:
-        """User-speech segments no heard response answered (None without user speech)."""
+        """User turns no heard response answered (None without user speech)."""
         if self.source == "none":
             return None
-        answered = {
-            t.user_end_ms for t in self.turns if t.heard_ms > 0 and t.user_end_ms is not None
-        }
-        return sum(1 for _, end in self.user if round(end, 3) not in answered)
+        return sum(1 for _, heard in self.first_answers() if heard is None)
 
     def to_dict(self) -> dict[str, Any]:
         """`result.json` → `metrics` (without the vLLM-Omni section, added by the caller)."""
@@ -180,7 +205,11 @@ class TurnMetrics:
             "turns": len(self.turns),
             "user_end_source": self.source,
             "user_speech_segments": len(self.user) if self.source != "none" else None,
+            "user_turns": len(self.user_turns()) if self.source != "none" else None,
             "latency_ms": summarize(latency),
+            "first_answer_latency_ms": summarize(
+                [heard - end for (_, end), heard in self.first_answers() if heard is not None]
+            ),
             "server_ms": summarize(server),
             "overlap_ms": summarize([self.overlap_ms(t) for t in heard_turns]),
             "gap_ms": summarize(gaps),

@@ -295,6 +295,7 @@ class _LiveRun:
     async def _measure(self, result: RunResult) -> None:
         """Heard files, turns and metrics from what the speaker played."""
         player = self._player()
+        sync = None if self.session is None else self.session.sync
         try:
             await record_listening(
                 result,
@@ -303,6 +304,7 @@ class _LiveRun:
                 self.listening,
                 self.progress.warn,
                 device_blocks=[] if player is None else player.rendered,
+                cut_by={} if sync is None else dict(sync.cut_by),
             )
         except Exception as exc:  # the record of the run must still be written
             result.listening_error = f"{type(exc).__name__}: {exc}"

@@ -269,3 +269,21 @@ async def test_stream_to_duplex_cli_serve_process(tmp_path: Path) -> None:
     assert all(r["sent_offset_ms"] >= r["scheduled_offset_ms"] for r in rows)
     assert_received_once(run)
     assert load(run, "result.json")["ok"] is True
+
+
+async def test_the_sample_clip_run_prints_a_heard_latency(tmp_path: Path) -> None:
+    """What `make run` does: the summary's heard latency is the result's first answer."""
+    sample = Path(__file__).resolve().parents[2] / "examples" / "sample.mp4"
+    run = tmp_path / "run"
+    done = await run_cli(
+        "--input-video", str(sample), "--tail-silence-s", "1", "--output-dir", str(run)
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = load(run, "result.json")
+    first = result["metrics"]["first_answer_latency_ms"]
+    assert result["timing"] == "realtime" and first["count"] >= 1
+    assert 0 < first["p50"] < 3000  # the spoken question is answered within seconds
+    summary = " ".join(done.stdout.split())
+    assert "heard latency" in summary and f"first answer p50 {first['p50']:.1f} ms" in summary
+    assert (run / "heard.wav").exists() and (run / "conversation.wav").exists()
+    assert not (run / ".sent_input.pcm").exists()

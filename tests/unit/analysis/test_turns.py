@@ -121,3 +121,24 @@ def test_summarize(values: list[float], expected: dict[str, float | None]) -> No
 def test_heard_segments_carry_their_response() -> None:
     seg = HeardSegment("a", 10, 0, 5)
     assert seg.end == 15
+
+
+def test_a_short_pause_does_not_split_a_user_turn() -> None:
+    """Speech 0–1000 and 1300–2000 is one user turn: answered once, measured from 2000."""
+    user = [SpeechSegment(0, 1000), SpeechSegment(1300, 2000), SpeechSegment(4000, 4500)]
+    turns = build_turns(
+        [facts("a", 1, 2100, 2150), facts("b", 2, 2900, 2950)],
+        {"a": span("a", 2400, 300), "b": span("b", 3000, 200)},
+        user,
+        "vad",
+        {},
+    )
+    metrics = TurnMetrics(turns, [], RATE, user, "vad")
+    assert metrics.user_turns() == [(0, 2000), (4000, 4500)]
+    # both responses answer the first turn; the first heard one counts as its answer
+    assert metrics.first_answers() == [((0, 2000), 2400), ((4000, 4500), None)]
+    doc = metrics.to_dict()
+    assert doc["first_answer_latency_ms"] == {"count": 1, "p50": 400.0, "p95": 400.0, "max": 400.0}
+    assert doc["latency_ms"]["count"] == 2 and doc["latency_ms"]["max"] == 1000.0
+    assert doc["unanswered_turns"] == 1 and doc["user_turns"] == 2
+    assert doc["user_speech_segments"] == 3
