@@ -210,7 +210,7 @@ class InputMethods:
         """
         if not self.capabilities.supports_playback_ack:
             return
-        expired = self._acks_expire()
+        expired = self.acks_expire()
         for handle in self.tracker.finished:
             if handle.response_id is None or (expired and handle.sealed):
                 continue
@@ -239,8 +239,8 @@ class InputMethods:
             with contextlib.suppress(DuplexSessionClosedError):
                 await self._ack_finished()
 
-    def _acks_expire(self) -> bool:
-        """Whether an ack for a response finished before a later commit is refused (§7)."""
+    def acks_expire(self) -> bool:
+        """Whether an ack for a response finished before a later commit is refused (§5)."""
         policy = self.session.get("playback_commit_policy") or self.config.playback_commit_policy
         return policy == "ack_only"
 

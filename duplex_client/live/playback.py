@@ -203,6 +203,9 @@ class PlaybackSync:
             if handle.done and handle.acked_ms not in (None, self._acked.get(rid)):
                 self._final.add(rid)  # acked by the client before a commit: sealed
                 return
+            if handle.sealed and self.client.acks_expire():
+                self._final.add(rid)  # a later commit sealed it: an ack would be refused
+                return
         fenced_at = self._fenced_at.get(rid)
         if fenced_at is not None:
             waited = self.clock() - fenced_at

@@ -180,7 +180,7 @@ async def _created(peer: Peer, rid: str, unit: int, audio_ms: int, *, done: bool
 
 
 async def _run_with(
-    tmp_path: Path, at: dict[int, list[tuple[str, dict[str, Any]]]]
+    tmp_path: Path, at: dict[int, list[tuple[str, dict[str, Any]]]], preset: str = "none"
 ) -> tuple[Any, Path, Peer]:
     """Stream 3 s; when the append starting at media ms `k` arrives, the peer runs `at[k]`."""
     wav = write_wav(tmp_path / "q.wav", tone(3000), rate=16000)
@@ -196,7 +196,7 @@ async def _run_with(
         server.on("input_audio_buffer.append", on_append)
         server.on("input_audio_buffer.commit", _committed)
         result = await stream_clip(
-            server.url, input_audio=str(wav), preset="none", output_dir=tmp_path / "run"
+            server.url, input_audio=str(wav), preset=preset, output_dir=tmp_path / "run"
         )
     return result, tmp_path / "run", server.peer
 
@@ -282,3 +282,32 @@ async def test_a_barged_in_response_is_cut_at_the_clear_event(tmp_path: Path) ->
     assert abs(a.heard_ms - (clear_at - a.heard_start_ms)) <= 1  # type: ignore[operator]
     acks = [m for m in peer.of_type("playback.ack") if m["response_id"] == "resp_a"]
     assert acks[-1]["truncate"] is True and acks[-1]["played_ms"] == int(a.heard_ms)
+
+
+async def test_no_ack_follows_a_server_commit_that_sealed_the_response(tmp_path: Path) -> None:
+    """ack_only: once a server commit seals an answer still playing, acking it would be refused."""
+    server_commit = {
+        "type": "input_audio_buffer.committed",
+        "client_event_id": None,
+        "audio_end_ms": 1600,
+    }
+    result, run, peer = await _run_with(
+        tmp_path,
+        {
+            800: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
+            1600: [("send", server_commit)],
+        },
+        preset="minicpmo",  # playback_commit_policy ack_only
+    )
+    assert result.ok, result.error
+    (a,) = result.turns or []
+    assert a.heard_ms == a.received_ms == 2000  # the listener still heard all of it
+    sealed_at = next(
+        e["media_ms"]
+        for e in events(run)
+        if e["type"] == "input_audio_buffer.committed" and e["event"]["client_event_id"] is None
+    )
+    acks = [m for m in peer.of_type("playback.ack") if m["response_id"] == "resp_a"]
+    # acked while it played, never past what was heard when the commit sealed it
+    heard_by_then = sealed_at - a.heard_start_ms  # type: ignore[operator]
+    assert acks and max(m["played_ms"] for m in acks) <= heard_by_then
