@@ -1,10 +1,21 @@
 # Front door: `make run` streams the bundled sample clip, `make test` runs every check.
+# `make help` lists the targets; `make clean` keeps run bundles, `make distclean` does not.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: help install run test lint typecheck unit bench clean distclean
+
+help:
+	@echo "make install    create .venv and install the client, the CLI and the dev extras"
+	@echo "make run        stream examples/sample.mp4 to the embedded server (bundle in runs/)"
+	@echo "make test       lint, typecheck and the whole test suite"
+	@echo "make lint | typecheck | unit | bench"
+	@echo "make clean      remove .venv and the tool caches (.mypy_cache .pytest_cache"
+	@echo "                .ruff_cache __pycache__); keeps runs/, .hypothesis/ and *.egg-info"
+	@echo "make distclean  clean, and also remove runs/ (every run bundle), .hypothesis/"
+	@echo "                and the *.egg-info folders: back to a fresh clone"
 
 $(STAMP): pyproject.toml cli/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict duplex_client
+	$(BIN)/mypy --strict duplex_client cli/duplex_cli
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests
@@ -32,5 +43,11 @@ test: lint typecheck unit
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# Keeps runs/ (your run bundles), .hypothesis/ (found examples) and *.egg-info.
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +
+
+# Everything `clean` removes, plus run bundles, hypothesis data and build metadata.
+distclean: clean
+	rm -rf runs .hypothesis duplex_client.egg-info cli/duplex_cli.egg-info build dist cli/build

@@ -5,7 +5,7 @@ the reference server (`duplex-cli serve`, its own process) on loopback, in real 
 records when each append is released against its media deadline `t0 + media_start_ms`.
 
 - ours: `duplex_client.client.streaming.stream(realtime=True)`: absolute deadlines from one
-  media clock (protocol.md §13).
+  media clock (protocol.md §10).
 - naive: the same appends, each followed by `asyncio.sleep(its duration)` after the send
   (an `asap` stream whose target sleeps), so every send cost and sleep overshoot adds up.
 

@@ -22,7 +22,18 @@ from duplex_client.protocol import (
     UnitKind,
 )
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("duplex-client")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+#: The installed distribution's version (one source: pyproject.toml).
+__version__ = _version()
 
 __all__ = [
     "Capabilities",

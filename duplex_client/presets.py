@@ -1,4 +1,4 @@
-"""Session presets: MiniCPM-o 4.5, JoyAI-style and AURA-style (protocol.md §12)."""
+"""Session presets: MiniCPM-o 4.5, JoyAI-style and AURA-style (protocol.md §2.1, §2.4)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
 
-#: Server VAD settings used by the JoyAI-style preset (protocol.md §8).
+#: Server VAD settings used by the JoyAI-style preset (protocol.md §9.6).
 SERVER_VAD: dict[str, Any] = {
     "type": "server_vad",
     "threshold": 0.5,
@@ -59,3 +59,16 @@ def aura(**overrides: Any) -> SessionConfig:
 
 
 PRESETS = {"minicpmo": minicpmo_4_5, "joyai": joyai, "aura": aura}
+#: The model each preset names (`model=` in the URL and `session.update`); None names no
+#: model, so the server uses the one it serves.
+PRESET_MODELS: dict[str, str | None] = {
+    "minicpmo": "openbmb/MiniCPM-o-4_5",
+    "joyai": None,
+    "aura": None,
+    "none": None,
+}
+
+
+def preset_model(preset: str) -> str | None:
+    """The model a preset names (None: none, the server's own)."""
+    return PRESET_MODELS.get(preset)

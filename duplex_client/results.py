@@ -28,6 +28,20 @@ OK_MEANING = (
 )
 #: Exit codes shared by `stream` and `live`.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: A run stopped by SIGTERM / SIGHUP (128 + the signal number), as a shell reports it.
+EXIT_TERMINATED, EXIT_HANGUP = 143, 129
+#: The exit code of a cancelled run by its `RunProgress.stop_reason` (else EXIT_INTERRUPTED).
+STOP_EXIT_CODES = {"terminated": EXIT_TERMINATED, "hangup": EXIT_HANGUP}
+
+
+def stop_status(reason: str | None) -> tuple[str, int]:
+    """The status and exit code of a cancelled run: `interrupted` 130 unless told otherwise."""
+    status = reason or "interrupted"
+    return status, STOP_EXIT_CODES.get(status, EXIT_INTERRUPTED)
+
+
+#: Stopped by SIGTERM (`timeout`, CI runners) / SIGHUP: 128 + the signal number.
+EXIT_TERMINATED, EXIT_HANGUP = 143, 129
 
 
 @dataclass(slots=True)
@@ -47,6 +61,9 @@ class RunProgress:
     heard_latency_p50_ms: float | None = None
     heard_latency_max_ms: float | None = None
     warnings: list[str] = field(default_factory=list)
+    #: Why the run is being cancelled, set by whoever cancels it (`terminated`, `hangup`);
+    #: None reads as `interrupted` (Ctrl-C).
+    stop_reason: str | None = None
 
     def warn(self, message: str) -> None:
         """Note a one-line warning for the display (and the result)."""
@@ -182,10 +199,11 @@ class RunResult:
         if self.timing != "realtime":
             return {
                 "timing": self.timing,
+                "warnings": self.warnings,
                 "omitted": ["turns", "metrics", "heard.wav", "conversation.wav"],
                 "omitted_reason": "no listener clock: the input was not paced in real time",
             }
-        out: dict[str, Any] = {"timing": self.timing}
+        out: dict[str, Any] = {"timing": self.timing, "warnings": self.warnings}
         if self.latencies_ms:
             out["latencies_ms"] = self.latencies_ms
         out["turns"] = None if self.turns is None else [t.to_dict() for t in self.turns]
@@ -193,8 +211,6 @@ class RunResult:
         out["user_speech"] = self.user_speech
         if self.listening_error:
             out["listening_error"] = self.listening_error
-        if self.warnings:
-            out["warnings"] = self.warnings
         return out
 
 
@@ -296,12 +312,8 @@ async def record_listening(
     end_ms = timeline.appends[-1]["media_end_ms"] if timeline.appends else 0
     handles = session_handles(client)
 
-    def note(message: str) -> None:
-        result.warnings.append(message)
-        warn(message)
-
     report = await listening.report(
-        handles, timeline, end_ms, device_blocks=device_blocks, cut_by=cut_by, warn=note
+        handles, timeline, end_ms, device_blocks=device_blocks, cut_by=cut_by, warn=warn
     )
     result.turns, result.metrics = report.turns, report.metrics
     result.user_speech = [{"start_ms": s.start_ms, "end_ms": s.end_ms} for s in report.user_speech]

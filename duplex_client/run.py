@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import difflib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,17 +20,20 @@ from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import StreamResult, stream
-from duplex_client.client.transport import redact_url
+from duplex_client.client.transport import check_url, redact_url
 from duplex_client.embedded import embedded_server
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
+from duplex_client.media.errors import MediaWarning, collect_media_warnings
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.results import (
     EXIT_FAILED,
+    EXIT_HANGUP,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     RunProgress,
     RunResult,
@@ -36,6 +41,7 @@ from duplex_client.results import (
     record_listening,
     record_session,
     session_handles,
+    stop_status,
 )
 from duplex_client.run_listening import RunListening
 from duplex_client.run_options import (
@@ -51,8 +57,10 @@ from duplex_client.run_options import (
 
 __all__ = [
     "EXIT_FAILED",
+    "EXIT_HANGUP",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "PRESET_NAMES",
     "SOUNDTRACK_POLICIES",
@@ -90,8 +98,15 @@ async def stream_clip(
 
     Never raises for a failed session: the result says what happened (`ok`, `status`,
     `error`, `exit_code`) and the bundle holds everything received. Bad options or input
-    raise `UsageError` / `MediaError` before anything is sent.
+    (and a bad URL) raise `UsageError` / `MediaError` before anything is sent or written.
+    Media warnings (a truncated file) go to `result.warnings`, not to `warnings.warn`.
     """
+    known = {f.name for f in dataclasses.fields(RunOptions)}
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UsageError(f"{name} is not an option of stream_clip{hint}", keywords=())
     return await run_stream(url, RunOptions(**options), progress=progress)
 
 
@@ -103,25 +118,56 @@ def stream_clip_blocking(url: str | None = None, **options: Any) -> RunResult:
 async def run_stream(
     url: str | None, options: RunOptions, *, progress: RunProgress | None = None
 ) -> RunResult:
-    """Validate, open the media, prepare the bundle, then run the session."""
+    """Validate, open the media, prepare the bundle, then run the session.
+
+    Everything that can be refused is refused before the bundle is created: a usage error
+    writes nothing.
+    """
     options.validate()
-    config = options.session_config()
-    source, closer = open_source(options)
     progress = progress or RunProgress()
-    progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
-    try:
-        annotations = options.user_speech(progress.media_total_ms)
-        out_dir = options.output_dir or default_run_dir()
+    if url:
+        check_url(url)
+        options = await _with_listed_model(url, options, progress)
+    config = options.session_config()
+
+    def note(warning: MediaWarning) -> None:
+        progress.warn(str(warning))
+
+    with collect_media_warnings(note):
+        source, closer = open_source(options)
+        progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
         try:
-            bundle = RunBundle(Path(out_dir))
-        except OSError as exc:
-            raise UsageError(f"{out_dir}: cannot write the output directory ({exc})") from None
-        async with target_url(url, options) as target:
-            run = _Run(target, options, config, source, bundle, progress, annotations)
-            return await run.run()
-    finally:
-        if closer is not None:
-            closer.close()
+            annotations = options.user_speech(progress.media_total_ms)
+            out_dir = options.output_dir or default_run_dir()
+            try:
+                bundle = RunBundle(Path(out_dir))
+            except OSError as exc:
+                raise UsageError(
+                    f"{out_dir}: cannot write the output directory ({exc})",
+                    param="output_dir",
+                    keywords=(),
+                ) from None
+            async with target_url(url, options) as target:
+                run = _Run(target, options, config, source, bundle, progress, annotations)
+                return await run.run()
+        finally:
+            if closer is not None:
+                closer.close()
+
+
+async def _with_listed_model(url: str, options: RunOptions, progress: RunProgress) -> RunOptions:
+    """Without `model`, the one model the server lists (said as a note), else the preset's."""
+    if options.model is not None:
+        return options
+    from duplex_client.client.http import resolve_model_async
+    from duplex_client.presets import preset_model
+
+    choice = await resolve_model_async(
+        url, None, api_key=options.api_key, default=preset_model(options.preset)
+    )
+    if choice.note:
+        progress.warn(choice.note)
+    return dataclasses.replace(options, model=choice.model)
 
 
 def _dropped(reason: str | None) -> bool:
@@ -153,9 +199,10 @@ class _Run:
         self.source = source
         self.bundle = bundle
         self.progress = progress or RunProgress()
+        self.model = options.model_name
         self.client = DuplexClient(
             url,
-            model=options.model,
+            model=self.model,
             config=config,
             api_key=options.api_key,
             handshake_timeout=options.handshake_timeout_s,
@@ -172,7 +219,7 @@ class _Run:
             virtual=options.realtime,
         )
         self.timeline = InputTimeline(
-            model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
+            model=self.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
         )
         self.timeline.set_sliding_window(config.extra_body)
         self.last_event_at = time.monotonic()
@@ -187,7 +234,7 @@ class _Run:
         started = time.monotonic()
         result = RunResult(ok=False, status="failed", exit_code=EXIT_FAILED)
         result.started_at = self.bundle.started_at
-        result.model, result.url = self.options.model, redact_url(self.client.url)
+        result.model, result.url = self.model, redact_url(self.client.url)
         result.bundle_dir = self.bundle.dir
         self.bundle.attach(self.client, clock=self.clock, heard_start=self.listening.heard_start_ms)
         self.client.add_listener(self._on_event)
@@ -196,11 +243,8 @@ class _Run:
             await self._session()
             result.status, result.ok = "ok", True
         except asyncio.CancelledError:
-            result.status, result.error, result.exit_code = (
-                "interrupted",
-                "interrupted",
-                EXIT_INTERRUPTED,
-            )
+            result.status, result.exit_code = stop_status(self.progress.stop_reason)
+            result.error = result.status
             raise
         except DuplexClientError as exc:
             result.error = self._explain(exc)
@@ -209,6 +253,7 @@ class _Run:
             await self._close()
             self._complete(result, started)
             await self._measure(result)
+            result.warnings = list(self.progress.warnings)  # media, model, listening notes
             self.bundle.finish(result.to_dict())
         return result
 
@@ -249,6 +294,7 @@ class _Run:
             clock=self.clock,
             on_sent=self.listening.sent.record,
         )
+        self._note_chunk()
         self.progress.phase = "finishing"
         await self._finish_turn(self.stream_result)
         self.progress.phase = "closing"
@@ -280,6 +326,16 @@ class _Run:
                 what = "a response did not finish" if busy else "no decision arrived"
                 raise RunFailed(f"{what} within {opts.timeout_s:g} s after the commit")
             await asyncio.sleep(0.05)
+
+    def _note_chunk(self) -> None:
+        """Say so when the server's units are shorter than `chunk_ms` (appends were cut)."""
+        asked, used = self.timeline.chunk_ms_requested, self.timeline.chunk_ms
+        if asked is not None and used is not None:
+            message = (
+                f"chunk_ms {asked} is longer than the server's units: appends were cut at "
+                f"{used} ms (input_timeline.json records chunk_ms {used})"
+            )
+            self.progress.warn(message)
 
     def _decided_since(self, t: float) -> bool:
         return any(

@@ -31,9 +31,6 @@ from duplex_client.listening_report import SENT_FILE, ListeningReport, SentAudio
 from duplex_client.live.playback import TICK_S, PlaybackSync
 from duplex_client.live.virtual_player import VirtualPlayer
 
-#: Why heard-time fields and files are missing from a run without a listener clock.
-NOT_REALTIME = "not_realtime"
-
 
 def unit_send_times(timeline: InputTimeline) -> dict[int, float]:
     """Send time (media ms) of the append that closed each unit."""

@@ -1,10 +1,14 @@
 """Options of a file run (`duplex-cli stream`, `stream_clip`): validation, presets, media.
 
-Exit codes: 0 ok, 1 the session failed, 2 bad options or input (nothing sent), 130 interrupted.
+Exit codes: 0 ok, 1 the session failed, 2 bad options or input (nothing sent), 130
+interrupted (143 terminated, 129 hangup). Errors name the keyword arguments
+(`chunk_ms must be positive, got 0`); `UsageError.render` gives the CLI's flags instead.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -22,19 +26,92 @@ from duplex_client.analysis.annotations import (
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
+from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
 from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.usage import UsageError
+
+__all__ = [
+    "MAX_CHUNK_MS",
+    "MAX_SECONDS",
+    "PRESET_NAMES",
+    "SOUNDTRACK_POLICIES",
+    "WINDOW_MODES",
+    "RunFailed",
+    "RunOptions",
+    "UsageError",
+    "default_run_dir",
+    "open_source",
+]
 
 PRESET_NAMES = ("minicpmo", "joyai", "aura", "none")
 SOUNDTRACK_POLICIES = ("trim", "pad", "full")
 WINDOW_MODES = ("off", "basic", "context")
-
-
-class UsageError(DuplexClientError):
-    """Bad options or bad input files (exit code 2)."""
+#: The longest append the framer makes: appends never cross a unit boundary, so a longer
+#: `chunk_ms` would be cut to one unit (the default grid's units are 1000 ms).
+MAX_CHUNK_MS = max(DEFAULT_FIRST_UNIT_MS, DEFAULT_CHUNK_PERIOD_MS)
+#: The bound of every duration option (tail silence, timeouts, settle time), in seconds.
+MAX_SECONDS = 3600.0
+#: Bounds of the other numeric options: (low, high), both included.
+_LIMITS: dict[str, tuple[float, float]] = {
+    "video_fps": (0.0, 120.0),  # the low bound is excluded (see `_OPEN_LOW`)
+    "frame_max_side": (0, 8192),
+    "stack_frames": (1, 16),
+    "jpeg_quality": (1, 100),
+    "chunk_ms": (1, MAX_CHUNK_MS),
+    "reconnect_attempts": (1, 100),
+    "tail_silence_s": (0.0, MAX_SECONDS),
+    "timeout_s": (0.0, MAX_SECONDS),
+    "settle_s": (0.0, MAX_SECONDS),
+    "handshake_timeout_s": (0.0, MAX_SECONDS),
+}
+_INTEGERS = frozenset({"frame_max_side", "stack_frames", "jpeg_quality", "chunk_ms"})
+_INTEGERS |= {"reconnect_attempts"}
+#: Options that must be above their low bound, not equal to it ("must be positive").
+_OPEN_LOW = frozenset({"video_fps", "timeout_s", "handshake_timeout_s"})
+#: Integer options whose low bound 1 reads "must be positive".
+_POSITIVE = frozenset({"chunk_ms"})
+#: Why a bound is what it is, for the message.
+_WHY = {
+    "chunk_ms": " (the longest append the framer makes: one unit)",
+}
+_UNITS = {"tail_silence_s": " s", "timeout_s": " s", "settle_s": " s"}
+_UNITS |= {"handshake_timeout_s": " s", "chunk_ms": " ms"}
 
 
 class RunFailed(DuplexClientError):
     """The session ran but did not end as it should (no decision, an unfinished response)."""
+
+
+def check_number(name: str, value: Any) -> None:
+    """Raise `UsageError` (one line, naming `name`) unless `value` is within its bounds."""
+    low, high = _LIMITS[name]
+    unit = _UNITS.get(name, "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        what = "an integer" if name in _INTEGERS else "a number"
+        raise UsageError(f"{name} must be {what}, got {value!r}", param=name)
+    if isinstance(value, numbers.Integral):
+        number: int | float = int(value)
+        shown = str(number)
+        if len(shown) > 16:  # a huge integer: its order of magnitude is enough
+            digits = shown.lstrip("-")
+            shown = f"{shown[: len(shown) - len(digits)]}{digits[0]}e+{len(digits) - 1}"
+    elif name in _INTEGERS:
+        raise UsageError(f"{name} must be an integer, got {value!r}", param=name)
+    else:
+        number = float(value)
+        shown = f"{number:g}"
+        if not math.isfinite(number):
+            raise UsageError(f"{name} must be a finite number, got {shown}", param=name)
+    if name in _OPEN_LOW and number <= low:
+        raise UsageError(f"{name} must be positive, got {shown}", param=name)
+    if number < low:
+        rule = "positive" if name in _POSITIVE else f">= {low:g}"
+        raise UsageError(f"{name} must be {rule}, got {shown}", param=name)
+    if number > high:
+        raise UsageError(
+            f"{name} must be at most {high:g}{unit}{_WHY.get(name, '')}, got {shown}",
+            param=name,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +121,8 @@ class RunOptions:
     input_video: str | None = None
     input_audio: str | None = None
     input_image: str | None = None
-    model: str = "openbmb/MiniCPM-o-4_5"
+    #: The model to ask for; None: the preset's (`presets.PRESET_MODELS`), which may be none.
+    model: str | None = None
     preset: str = "minicpmo"
     config: SessionConfig | None = None
     api_key: str | None = field(default=None, repr=False)
@@ -68,10 +146,18 @@ class RunOptions:
     settle_s: float = 0.5
     reconnect: bool = True
     reconnect_attempts: int = 5
+    #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
     handshake_timeout_s: float = 30.0
     #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or
     #: segments given inline (`{"start_ms", "end_ms"}` mappings or `SpeechSegment`s).
     annotations: str | os.PathLike[str] | Sequence[Mapping[str, Any] | SpeechSegment] | None = None
+
+    @property
+    def model_name(self) -> str | None:
+        """The model sent: `model`, else the preset's (None: the server's own)."""
+        from duplex_client.presets import preset_model
+
+        return self.model if self.model is not None else preset_model(self.preset)
 
     def user_speech(self, media_ms: int) -> list[SpeechSegment] | None:
         """The annotated user speech, checked against the media length (None: not given)."""
@@ -79,8 +165,9 @@ class RunOptions:
             return None
         if not self.realtime:
             raise UsageError(
-                "--annotations needs real-time pacing: without it there is no listener clock "
-                "to measure latency on (drop --no-realtime-pacing)"
+                "annotations needs real-time pacing: without it there is no listener clock "
+                "to measure latency on",
+                param="annotations",
             )
         try:
             if isinstance(self.annotations, str | os.PathLike):
@@ -95,41 +182,60 @@ class RunOptions:
                 segments = parse_annotations(rows, source="annotations")
             check_range(segments, media_ms)
         except AnnotationError as exc:
-            raise UsageError(f"--annotations: {exc}") from None
+            raise UsageError(f"annotations: {exc}", param="annotations") from None
         return segments
 
     def validate(self) -> None:
         """Raise `UsageError` with a one-line message for any invalid combination."""
         if not (self.input_video or self.input_audio or self.input_image):
             raise UsageError(
-                "nothing to stream: give --input-video, --input-audio or --input-image"
+                "nothing to stream: give input_video, input_audio or input_image",
+                keywords=("input_video", "input_audio", "input_image"),
             )
         if self.input_video and self.input_image:
-            raise UsageError("--input-video and --input-image are exclusive")
-        checks = [
-            (self.chunk_ms > 0, f"--chunk-ms must be positive, got {self.chunk_ms}"),
-            (self.tail_silence_s >= 0, f"--tail-silence-s must be >= 0, got {self.tail_silence_s}"),
-            (self.video_fps > 0, f"--video-fps must be positive, got {self.video_fps}"),
-            (self.stack_frames >= 1, f"--stack-frames must be >= 1, got {self.stack_frames}"),
-            (self.frame_max_side >= 0, f"--frame-max-side must be >= 0, got {self.frame_max_side}"),
-            (self.timeout_s > 0, f"--timeout-s must be positive, got {self.timeout_s}"),
-            (
-                self.reconnect_attempts >= 1,
-                f"--reconnect-attempts must be >= 1, got {self.reconnect_attempts}",
-            ),
-            (
-                self.handshake_timeout_s > 0,
-                f"--handshake-timeout-s must be positive, got {self.handshake_timeout_s}",
-            ),
-            (self.preset in PRESET_NAMES, f"--preset must be one of {', '.join(PRESET_NAMES)}"),
-            (self.soundtrack in SOUNDTRACK_POLICIES, "--soundtrack must be trim, pad or full"),
-            (self.sliding_window in (None, *WINDOW_MODES), "--sliding-window: off, basic, context"),
+            raise UsageError(
+                "input_video and input_image are exclusive",
+                param="input_image",
+                keywords=("input_video", "input_image"),
+            )
+        for name in _LIMITS:
+            check_number(name, getattr(self, name))
+        if self.temperature is not None:
+            t = self.temperature
+            if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
+                raise UsageError(
+                    f"temperature must be a finite number, got {t!r}", param="temperature"
+                )
+            if t < 0:
+                raise UsageError(f"temperature must be >= 0, got {t:g}", param="temperature")
+        choices = [
+            ("preset", self.preset in PRESET_NAMES, ", ".join(PRESET_NAMES)),
+            ("soundtrack", self.soundtrack in SOUNDTRACK_POLICIES, "trim, pad or full"),
+            ("sliding_window", self.sliding_window in (None, *WINDOW_MODES), "off, basic, context"),
         ]
-        for ok, message in checks:
+        for name, ok, allowed in choices:
             if not ok:
-                raise UsageError(message)
+                raise UsageError(
+                    f"{name} must be one of {allowed}, got {getattr(self, name)!r}", param=name
+                )
         if self.input_image and not self.input_audio and self.tail_silence_s <= 0:
-            raise UsageError("an image alone has no length: add --input-audio or --tail-silence-s")
+            raise UsageError(
+                "an image alone has no length: add input_audio or tail_silence_s",
+                param="input_image",
+                keywords=("input_audio", "tail_silence_s"),
+            )
+
+    def ref_audio_url(self) -> str | None:
+        """`ref_audio` as a data URL, decoded first: not a WAV with samples is a `UsageError`.
+
+        The message names the file, never its content (a reference voice is a secret).
+        """
+        if self.ref_audio is None:
+            return None
+        try:
+            return ref_audio_data_url(self.ref_audio)
+        except ValueError as exc:
+            raise UsageError(f"ref_audio: {exc}", param="ref_audio") from None
 
     def reconnect_policy(self) -> ReconnectPolicy | None:
         """The client's reconnect policy (None with `reconnect=False`)."""
@@ -154,13 +260,14 @@ class RunOptions:
             extra["auto_response"] = False
         if extra:
             overrides["extra_body"] = extra
+        ref_audio = self.ref_audio_url()
         if self.preset == "minicpmo":
-            return presets.minicpmo_4_5(ref_audio=self.ref_audio, **overrides)
-        if self.preset == "joyai":
+            return presets.minicpmo_4_5(ref_audio=ref_audio, **overrides)
+        if self.preset == "joyai":  # speech turns: no reference voice
             return presets.joyai(manual=self.manual_commit, **overrides)
         base = presets.aura() if self.preset == "aura" else SessionConfig()
-        if self.ref_audio is not None:
-            overrides["ref_audio"] = ref_audio_data_url(self.ref_audio)
+        if ref_audio is not None:
+            overrides["ref_audio"] = ref_audio
         return base.with_overrides(**overrides)
 
 
@@ -187,6 +294,13 @@ def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
             stack_frames=options.stack_frames,
             audio=options.input_audio,
         )
+        if clip.media.is_image:  # no length and no soundtrack: it is what input_image is for
+            clip.close()
+            raise UsageError(
+                f"{options.input_video}: a still image: use input_image",
+                param="input_video",
+                keywords=["input_image"],
+            )
         return clip, clip
     audio = open_audio(options.input_audio) if options.input_audio else None
     image = None

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import sys
+import termios
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from types import TracebackType
+from typing import TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -31,10 +36,7 @@ def render_progress(p: RunProgress) -> RenderableType:
         Text(f"lateness p50 {_ms(p.lateness_p50_ms)}  max {_ms(p.lateness_max_ms)}"),
     )
     units = "  ".join(f"{k} {v}" for k, v in p.units.items())
-    recent = p.decisions[-12:]
-    decisions = " ".join(
-        f"[{'green' if d == 'speak' else 'dim'}]{'?' if u is None else u}:{d}[/]" for u, d in recent
-    )
+    decisions = decisions_row(p.decisions[-12:])
     bar = Table.grid(padding=(0, 1))
     bar.add_row(
         ProgressBar(total=total, completed=min(p.media_ms, total), width=60),
@@ -44,10 +46,61 @@ def render_progress(p: RunProgress) -> RenderableType:
         head,
         bar,
         Text(f"appends {p.appends}   units {units}"),
-        Text.from_markup(f"decisions {decisions or '-'}"),
+        Text.assemble("decisions ", decisions if decisions.plain else "-"),
         Text(f"transcript: {p.transcript[-300:] or '-'}", overflow="fold"),
     )
     return Panel(body, title="duplex-cli stream", border_style="blue")
+
+
+def decisions_row(decisions: list[tuple[int | None, str]]) -> Text:
+    """`0:listen 1:speak 6:listen/listen`: one entry per unit, its decisions in order.
+
+    A unit can be decided twice (its own decision, then the post-commit one, which carries
+    the last unit's index); listing `6:listen 6:listen` read as a duplicate.
+    """
+    grouped: list[tuple[int | None, list[str]]] = []
+    for unit, decision in decisions:
+        if grouped and unit is not None and grouped[-1][0] == unit:
+            grouped[-1][1].append(decision)
+        else:
+            grouped.append((unit, [decision]))
+    row = Text()
+    for unit, said in grouped:
+        if row:
+            row.append(" ")
+        row.append(f"{'?' if unit is None else unit}:", style="dim")
+        for i, decision in enumerate(said):
+            row.append("/" if i else "", style="dim")
+            row.append(decision, style="green" if decision == "speak" else "dim")
+    return row
+
+
+@contextlib.contextmanager
+def no_control_echo(stream: TextIO | None = None) -> Iterator[None]:
+    """Stop the terminal echoing `^C` while a Live region is drawn.
+
+    The echo lands after the panel's last line; when that line fills the width, the terminal
+    wraps, the region's height is off by one and its top border is left behind (drawn twice).
+    """
+    stream = sys.stdin if stream is None else stream
+    try:
+        fd = stream.fileno()
+        saved = termios.tcgetattr(fd)
+    except (OSError, ValueError, AttributeError, termios.error):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] = quiet[3] & ~termios.ECHOCTL
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except termios.error:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 class LivePanel:
@@ -65,8 +118,11 @@ class LivePanel:
             refresh_per_second=refresh_per_second,
             transient=False,
         )
+        self._echo: AbstractContextManager[None] = contextlib.nullcontext()
 
     def __enter__(self) -> LivePanel:
+        self._echo = no_control_echo()
+        self._echo.__enter__()
         self._live.start()
         return self
 
@@ -76,7 +132,10 @@ class LivePanel:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._live.stop()
+        try:
+            self._live.stop()
+        finally:
+            self._echo.__exit__(None, None, None)
 
 
 def heard_latency(result: RunResult) -> str:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import signal
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,92 +14,181 @@ from rich.console import Console
 
 from duplex_cli.display import LivePanel
 from duplex_cli.live_display import print_live_summary, render_live
-from duplex_client.live.controls import LiveControls, PttMode, PushToTalk
-from duplex_client.live.devices import DeviceError
+from duplex_cli.options import (
+    ADVANCED,
+    INPUT,
+    OUTPUT,
+    SERVER,
+    SESSION,
+    ApiKeyOpt,
+    ChunkMsOpt,
+    FrameMaxSideOpt,
+    InstructionsOpt,
+    JpegQualityOpt,
+    JsonOpt,
+    LivePreset,
+    ModelOpt,
+    OutputDirOpt,
+    PttMode,
+    QuietOpt,
+    ReconnectOpt,
+    RefAudioOpt,
+    RequireAudioOpt,
+    TemperatureOpt,
+    Turn,
+    UrlOpt,
+    VerboseOpt,
+    choices,
+)
+from duplex_cli.protocol_log import LoggedLiveProgress, log_result
+from duplex_cli.running import StopSignals, fail, note, setup_logging, stderr_console
+from duplex_client.live.controls import LiveControls, PushToTalk
+from duplex_client.live.controls import PttMode as PttKeyMode
 from duplex_client.live.keys import KeyInput, NoKeys, TerminalKeys
 from duplex_client.live.options import LiveOptions, LiveUsageError
 from duplex_client.live.progress import LiveProgress
 from duplex_client.live.run import run_live
-from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import EXIT_INTERRUPTED, EXIT_USAGE, RunResult
+from duplex_client.results import RunResult
 
 Opt = typer.Option
 
 
 def live_command(
-    url: Annotated[
-        str | None,
-        Opt(help="Server URL (ws/wss/http/https). Default: an embedded reference server."),
-    ] = None,
-    model: Annotated[str, Opt(help="Model name sent to the server.")] = "openbmb/MiniCPM-o-4_5",
-    api_key: Annotated[
-        str | None, Opt(envvar="DUPLEX_API_KEY", help="Bearer key (or env DUPLEX_API_KEY).")
-    ] = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    api_key: ApiKeyOpt = None,
     turn: Annotated[
-        str, Opt(help="Turns: model (model decides, continuous), vad (server VAD) or ptt.")
-    ] = "model",
+        Turn,
+        Opt(
+            metavar=choices(Turn),
+            rich_help_panel=SESSION,
+            help="Turns: model (model decides, continuous), vad (server VAD) or ptt.",
+        ),
+    ] = Turn.model,
     ptt_mode: Annotated[
-        str, Opt(help="Push-to-talk key: toggle (press, press again) or hold (auto-repeat).")
-    ] = "toggle",
+        PttMode,
+        Opt(
+            metavar=choices(PttMode),
+            rich_help_panel=SESSION,
+            help="Push-to-talk key: toggle (press, press again) or hold (auto-repeat).",
+        ),
+    ] = PttMode.toggle,
     preset: Annotated[
-        str, Opt(help="Session preset: auto, minicpmo, joyai, aura or none.")
-    ] = "auto",
-    ref_audio: Annotated[str | None, Opt(help="Reference voice WAV (MiniCPM-o).")] = None,
-    mic: Annotated[str | None, Opt(help="Microphone: device index or name part.")] = None,
+        LivePreset,
+        Opt(
+            metavar=choices(LivePreset),
+            rich_help_panel=SESSION,
+            help="Session preset (auto: from the server's capabilities).",
+        ),
+    ] = LivePreset.auto,
+    ref_audio: RefAudioOpt = None,
+    mic: Annotated[
+        str | None,
+        Opt(metavar="DEVICE", rich_help_panel=INPUT, help="Microphone: device index or name part."),
+    ] = None,
     mic_file: Annotated[
-        str | None, Opt(help="Play this audio file as the microphone (real-time pace).")
+        str | None,
+        Opt(
+            metavar="PATH",
+            rich_help_panel=INPUT,
+            help="Play this audio file as the microphone (real-time pace).",
+        ),
     ] = None,
-    no_mic: Annotated[bool, Opt(help="No microphone (camera only).")] = False,
-    camera: Annotated[str | None, Opt(help="Camera index (default 0).")] = None,
-    camera_file: Annotated[
-        str | None, Opt(help="Use a video file or an image as the camera.")
-    ] = None,
-    no_camera: Annotated[bool, Opt(help="No camera (audio only).")] = False,
-    speaker: Annotated[str | None, Opt(help="Speaker: device index or name part.")] = None,
-    no_playback: Annotated[bool, Opt(help="Do not play answers (they are still saved).")] = False,
-    echo_gate: Annotated[
-        bool, Opt(help="Half duplex: stop the mic while the assistant is audible (speakers).")
+    no_mic: Annotated[
+        bool,
+        Opt("--no-mic", metavar="", rich_help_panel=INPUT, help="No microphone (camera only)."),
     ] = False,
-    muted: Annotated[bool, Opt(help="Start with the microphone muted.")] = False,
-    camera_off: Annotated[bool, Opt(help="Start with the camera off.")] = False,
-    frame_max_side: Annotated[int, Opt(help="Downscale frames to this longest side.")] = 640,
-    jpeg_quality: Annotated[int, Opt(help="JPEG quality 1..100.")] = 80,
-    chunk_ms: Annotated[int, Opt(help="Audio per append in ms.")] = 200,
-    jitter_ms: Annotated[int, Opt(help="Answer audio buffered before playing.")] = 80,
+    camera: Annotated[
+        str | None, Opt(metavar="INDEX", rich_help_panel=INPUT, help="Camera index (default 0).")
+    ] = None,
+    camera_file: Annotated[
+        str | None,
+        Opt(
+            metavar="PATH",
+            rich_help_panel=INPUT,
+            help="Use a video file or an image as the camera.",
+        ),
+    ] = None,
+    no_camera: Annotated[
+        bool, Opt("--no-camera", metavar="", rich_help_panel=INPUT, help="No camera (audio only).")
+    ] = False,
+    speaker: Annotated[
+        str | None,
+        Opt(metavar="DEVICE", rich_help_panel=OUTPUT, help="Speaker: device index or name part."),
+    ] = None,
+    playback: Annotated[
+        bool,
+        Opt(
+            "--playback/--no-playback",
+            metavar="",
+            rich_help_panel=OUTPUT,
+            help="Play answers on the speaker (they are saved either way).",
+        ),
+    ] = True,
+    echo_gate: Annotated[
+        bool,
+        Opt(
+            "--echo-gate",
+            metavar="",
+            rich_help_panel=ADVANCED,
+            help="Half duplex: stop the mic while the assistant is audible (speakers).",
+        ),
+    ] = False,
+    muted: Annotated[
+        bool, Opt("--muted", metavar="", rich_help_panel=INPUT, help="Start with the mic muted.")
+    ] = False,
+    camera_off: Annotated[
+        bool,
+        Opt("--camera-off", metavar="", rich_help_panel=INPUT, help="Start with the camera off."),
+    ] = False,
+    frame_max_side: FrameMaxSideOpt = 640,
+    jpeg_quality: JpegQualityOpt = 80,
+    chunk_ms: ChunkMsOpt = 200,
+    jitter_ms: Annotated[
+        int,
+        Opt(metavar="MS", rich_help_panel=ADVANCED, help="Answer audio buffered before playing."),
+    ] = 80,
     duration_s: Annotated[
-        float | None, Opt(help="Stop after this many seconds (default: until q/Ctrl-C).")
+        float | None,
+        Opt(
+            metavar="SECONDS",
+            rich_help_panel=SESSION,
+            help="Stop after this many seconds (default: until q/Ctrl-C).",
+        ),
     ] = None,
     at: Annotated[
         list[str] | None,
-        Opt(help="Scripted action MS:ACTION (mute, unmute, talk_down, talk_up, ...), repeatable."),
+        Opt(
+            metavar="MS:ACTION",
+            rich_help_panel=SESSION,
+            help="Scripted action (mute, unmute, talk_down, talk_up, ...), repeatable.",
+        ),
     ] = None,
-    instructions: Annotated[str | None, Opt(help="System prompt.")] = None,
-    temperature: Annotated[float | None, Opt(help="Sampling temperature.")] = None,
-    output_dir: Annotated[
-        Path | None, Opt(help="Run bundle directory (default ./runs/<time>).")
-    ] = None,
-    require_audio: Annotated[
-        bool, Opt(help="Embedded server: require audio in every unit (fallback units).")
-    ] = False,
+    instructions: InstructionsOpt = None,
+    temperature: TemperatureOpt = None,
+    output_dir: OutputDirOpt = None,
+    require_audio: RequireAudioOpt = False,
     server_script: Annotated[
-        str | None, Opt(help="Embedded server: JSON script for its scripted engine.")
+        str | None,
+        Opt(
+            metavar="PATH",
+            rich_help_panel=SERVER,
+            help="Embedded server: JSON script for its scripted engine.",
+        ),
     ] = None,
-    no_reconnect: Annotated[
-        bool, Opt(help="Do not reconnect and resume after a dropped connection.")
-    ] = False,
-    json_output: Annotated[bool, Opt("--json", help="Print the result as JSON on stdout.")] = False,
-    quiet: Annotated[bool, Opt("-q", "--quiet", help="No display and no summary.")] = False,
-    verbose: Annotated[bool, Opt("-v", "--verbose", help="Log protocol activity.")] = False,
+    reconnect: ReconnectOpt = True,
+    json_output: JsonOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Talk live: microphone and camera in, answers to the speaker, run bundle written."""
-    if verbose:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    setup_logging(verbose=verbose, quiet=quiet)
+    err = stderr_console()
     options = LiveOptions(
         model=model,
-        preset=preset,
-        turn=turn,  # type: ignore[arg-type]
-        ptt_mode=ptt_mode,  # type: ignore[arg-type]
+        preset=preset.value,
+        turn=turn.value,
+        ptt_mode=ptt_mode.value,
         api_key=api_key,
         ref_audio=ref_audio,
         instructions=instructions,
@@ -113,7 +200,7 @@ def live_command(
         camera_file=camera_file,
         no_camera=no_camera,
         speaker=speaker,
-        no_playback=no_playback,
+        no_playback=not playback,
         echo_gate=echo_gate,
         start_muted=muted,
         camera_off=camera_off,
@@ -126,30 +213,30 @@ def live_command(
         output_dir=output_dir,
         require_audio=require_audio,
         server_script=server_script,
-        reconnect=not no_reconnect,
+        reconnect=reconnect,
     )
     show = sys.stdout.isatty() and not json_output and not quiet
     keys: KeyInput = TerminalKeys() if sys.stdin.isatty() else NoKeys()
-    progress = LiveProgress()
+    progress = LoggedLiveProgress()
+    progress.url = url
     try:
         options.validate()
         controls = LiveControls(
-            muted=muted, camera_on=not camera_off, ptt=PushToTalk(_ptt_mode(ptt_mode))
+            muted=muted, camera_on=not camera_off, ptt=PushToTalk(_ptt_mode(ptt_mode.value))
         )
         result = asyncio.run(_main(url, options, progress, controls, keys, show))
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: the bundle keeps everything received so far")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except (LiveUsageError, DeviceError, DuplexClientError, ValueError) as exc:
-        err.print(f"[red]error[/]: {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
+    except Exception as exc:  # classified: usage (2), stopped (143/129), a bug (1)
+        raise fail(exc, verbose=verbose, err=err) from None
+    except KeyboardInterrupt as exc:
+        raise fail(exc, verbose=verbose, err=err) from None
     finally:
         keys.stop()
+    log_result(result)
     _report(result, progress, json_output=json_output, quiet=quiet, show=show, err=err)
     raise typer.Exit(result.exit_code)
 
 
-def _ptt_mode(value: str) -> PttMode:
+def _ptt_mode(value: str) -> PttKeyMode:
     if value not in ("toggle", "hold"):
         raise LiveUsageError("--ptt-mode must be toggle or hold")
     return value  # type: ignore[return-value]
@@ -163,7 +250,10 @@ async def _main(
     keys: KeyInput,
     show: bool,
 ) -> RunResult:
-    """Run with Ctrl-C as a clean stop (a second Ctrl-C aborts) and keys while running."""
+    """Run with Ctrl-C as a clean stop (a second Ctrl-C aborts) and keys while running.
+
+    SIGTERM and SIGHUP cancel at once (the bundle is still finished): exit 143 / 129.
+    """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     presses = 0
@@ -179,12 +269,16 @@ async def _main(
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     keys.start(loop, controls.key)
     try:
-        if show:
-            with LivePanel(lambda: render_live(progress), refresh_per_second=10):
+        with StopSignals(progress) as stops:
+            try:
+                if show:
+                    with LivePanel(lambda: render_live(progress), refresh_per_second=10):
+                        return await run_live(url, options, progress=progress, controls=controls)
                 return await run_live(url, options, progress=progress, controls=controls)
-        return await run_live(url, options, progress=progress, controls=controls)
-    except asyncio.CancelledError:
-        raise KeyboardInterrupt from None
+            except asyncio.CancelledError:
+                if stops.received is not None:
+                    raise stops.received from None
+                raise KeyboardInterrupt from None
     finally:
         keys.stop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -203,9 +297,9 @@ def _report(
     if json_output:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
     elif not quiet:
-        print_live_summary(Console(highlight=False), result)
+        print_live_summary(Console(highlight=False, stderr=not sys.stdout.isatty()), result)
     if not show and not quiet:
         for warning in progress.warnings:
-            err.print(f"[yellow]warning[/]: {warning}")
+            note(err, "warning", "yellow", warning)
     if not result.ok:
-        err.print(f"[red]failed[/]: {result.error} (bundle: {result.bundle_dir})")
+        note(err, "failed", "red", f"{result.error} (bundle: {result.bundle_dir})")

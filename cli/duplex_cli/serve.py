@@ -4,85 +4,213 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 
+from duplex_cli.options import ADVANCED, OUTPUT, SERVER, choices
 from duplex_client.server.vllm_omni import DEFAULT_DEPLOY_CONFIG, DEFAULT_MODEL
 
 Opt = typer.Option
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+_REFERENCE, _VLLM = "Reference server", "vLLM-Omni"
+#: Server option (ServerConfig keyword) → its flag, where not `--` + the keyword.
+SERVE_FLAGS = {"limits": "--max-sessions", "asr_worker": "--asr-inline"}
+
+
+class Profile(StrEnum):
+    """Reference server profiles."""
+
+    minicpmo = "minicpmo"
+    aura = "aura"
+    joyai = "joyai"
+
+
+class Engine(StrEnum):
+    """Reference server engines."""
+
+    speech = "speech"
+    scripted = "scripted"
+
+
+class EventNames(StrEnum):
+    """Event-name generations the reference server can emit."""
+
+    ga = "ga"
+    beta = "beta"
+
+
+class Backend(StrEnum):
+    """What `serve` runs."""
+
+    reference = "reference"
+    vllm_omni = "vllm-omni"
 
 
 def serve_command(
-    host: Annotated[str, Opt(help="Interface to bind (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, Opt(help="Port (0 picks a free one).")] = 8099,
-    profile: Annotated[str, Opt(help="Reference profile: minicpmo, aura or joyai.")] = "minicpmo",
-    engine: Annotated[
+    host: Annotated[
+        str, Opt(metavar="HOST", rich_help_panel=SERVER, help="Interface to bind (loopback).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, Opt(metavar="PORT", rich_help_panel=SERVER, help="Port (0 picks a free one).")
+    ] = 8099,
+    api_key: Annotated[
         str | None,
-        Opt(help="speech (VAD, ASR, TTS; default with the server extra) or scripted."),
+        Opt(
+            metavar="KEY",
+            envvar="DUPLEX_API_KEY",
+            show_envvar=False,
+            rich_help_panel=SERVER,
+            help="Require this bearer key (or env DUPLEX_API_KEY).",
+        ),
+    ] = None,
+    backend: Annotated[
+        Backend,
+        Opt(
+            metavar=choices(Backend),
+            rich_help_panel=SERVER,
+            help="reference (CPU) or vllm-omni (GPU).",
+        ),
+    ] = Backend.reference,
+    profile: Annotated[
+        Profile, Opt(metavar=choices(Profile), rich_help_panel=_REFERENCE, help="Profile.")
+    ] = Profile.minicpmo,
+    engine: Annotated[
+        Engine | None,
+        Opt(
+            metavar=choices(Engine),
+            rich_help_panel=_REFERENCE,
+            help="speech (VAD, ASR, TTS; default with the server extra) or scripted.",
+        ),
     ] = None,
     script: Annotated[
-        Path | None, Opt(help="JSON script for the scripted engine (decisions and answers).")
+        Path | None,
+        Opt(
+            metavar="PATH",
+            rich_help_panel=_REFERENCE,
+            help="JSON script for the scripted engine (decisions and answers).",
+        ),
     ] = None,
-    api_key: Annotated[
-        str | None, Opt(envvar="DUPLEX_API_KEY", help="Require this bearer key (or env).")
-    ] = None,
-    event_names: Annotated[str, Opt(help="Event names to emit: ga or beta.")] = "ga",
+    event_names: Annotated[
+        EventNames,
+        Opt(metavar=choices(EventNames), rich_help_panel=_REFERENCE, help="Event names to emit."),
+    ] = EventNames.ga,
     require_audio: Annotated[
-        bool, Opt(help="minicpmo: reject frame-only appends (audio required).")
+        bool,
+        Opt(
+            "--require-audio",
+            metavar="",
+            rich_help_panel=_REFERENCE,
+            help="minicpmo: reject frame-only appends (audio required).",
+        ),
     ] = False,
     faults: Annotated[
-        str | None, Opt(help="Fault injection: k=v list, inline JSON or a JSON file.")
+        str | None,
+        Opt(
+            metavar="SPEC",
+            rich_help_panel=ADVANCED,
+            help="Fault injection: k=v list, inline JSON or a JSON file.",
+        ),
     ] = None,
     illegal_unit_code: Annotated[
-        str | None, Opt(help="Code for an illegal unit kind (default bad_event).")
+        str | None,
+        Opt(
+            metavar="CODE",
+            rich_help_panel=ADVANCED,
+            help="Code for an illegal unit kind (default bad_event).",
+        ),
     ] = None,
     require_ref_audio: Annotated[
-        bool, Opt(help="Reject sessions without ref_audio (ref_audio_required).")
+        bool,
+        Opt(
+            "--require-ref-audio",
+            metavar="",
+            rich_help_panel=_REFERENCE,
+            help="Reject sessions without ref_audio (ref_audio_required).",
+        ),
     ] = False,
-    max_sessions: Annotated[int, Opt(help="Concurrent sessions before resource_exhausted.")] = 1,
+    max_sessions: Annotated[
+        int,
+        Opt(
+            metavar="N",
+            rich_help_panel=_REFERENCE,
+            help="Concurrent sessions before resource_exhausted.",
+        ),
+    ] = 1,
     asr_inline: Annotated[
         bool,
-        Opt(help="Speech engine: recognise in the event loop, not a worker (stalls sessions)."),
+        Opt(
+            "--asr-inline",
+            metavar="",
+            rich_help_panel=ADVANCED,
+            help="Speech engine: recognise in the event loop, not a worker (stalls sessions).",
+        ),
     ] = False,
     first_unit_ms: Annotated[
-        int | None, Opt(help="Advertise another first audio unit length (e.g. 1030).")
+        int | None,
+        Opt(
+            metavar="MS",
+            rich_help_panel=ADVANCED,
+            help="Advertise another first audio unit length (e.g. 1030).",
+        ),
     ] = None,
-    backend: Annotated[str, Opt(help="reference (CPU) or vllm-omni (GPU).")] = "reference",
-    model: Annotated[str, Opt(help="vllm-omni: the model to serve.")] = DEFAULT_MODEL,
+    model: Annotated[
+        str, Opt(metavar="NAME", rich_help_panel=_VLLM, help="vllm-omni: the model to serve.")
+    ] = DEFAULT_MODEL,
     deploy_config: Annotated[
-        str, Opt(help="vllm-omni: duplex deploy config (vLLM-Omni path or file).")
+        str,
+        Opt(
+            metavar="PATH",
+            rich_help_panel=_VLLM,
+            help="vllm-omni: duplex deploy config (vLLM-Omni path or file).",
+        ),
     ] = DEFAULT_DEPLOY_CONFIG,
-    dry_run: Annotated[bool, Opt(help="vllm-omni: print the command and exit.")] = False,
-    verbose: Annotated[bool, Opt(help="Log every server event, not only lifecycle ones.")] = False,
+    dry_run: Annotated[
+        bool,
+        Opt("--dry-run", metavar="", rich_help_panel=_VLLM, help="Print the command and exit."),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        Opt("-q", "--quiet", metavar="", rich_help_panel=OUTPUT, help="Log warnings only."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        Opt(
+            "-v",
+            "--verbose",
+            metavar="",
+            rich_help_panel=OUTPUT,
+            help="Log every server event, not only lifecycle ones.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the duplex protocol: the bundled reference server, or launch vLLM-Omni."""
-    console = Console(highlight=False)
-    errors = Console(stderr=True, highlight=False)
-    if backend == "vllm-omni":
+    console = Console(highlight=False, soft_wrap=True)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    if not api_key and not dry_run and not is_loopback(host):
+        errors.print(bind_warning(host), markup=False)
+    if backend is Backend.vllm_omni:
         code = _serve_vllm(console, errors, host, port, model, deploy_config, api_key, dry_run)
         raise typer.Exit(code)
-    if backend != "reference":
-        errors.print(f"error: --backend must be reference or vllm-omni, not {backend!r}")
-        raise typer.Exit(EXIT_USAGE)
-    _setup_logging(errors, verbose)
+    _setup_logging(verbose=verbose, quiet=quiet)
     try:
         config = _reference_config(
             host=host,
             port=port,
-            profile=profile,
-            engine=engine,
+            profile=profile.value,
+            engine=None if engine is None else engine.value,
             script=script,
             api_key=api_key,
-            event_names=event_names,
+            event_names=event_names.value,
             require_audio=require_audio,
             faults=faults,
             max_sessions=max_sessions,
@@ -92,26 +220,48 @@ def serve_command(
             asr_inline=asr_inline,
         )
     except ValueError as exc:
-        errors.print(f"error: {exc}")
+        errors.print(f"error: {config_message(exc)}", markup=False)
         raise typer.Exit(EXIT_USAGE) from None
     try:
         asyncio.run(_run_reference(config, console))
     except OSError as exc:
-        errors.print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}")
+        errors.print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(EXIT_ERROR) from None
 
 
-def _setup_logging(console: Console, verbose: bool) -> None:
-    """One line per session event: rich on a terminal, plain lines when redirected."""
-    handler: logging.Handler
-    if console.is_terminal:
-        handler = RichHandler(console=console, show_path=False, markup=False)
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+def is_loopback(host: str) -> bool:
+    """Whether `host` only accepts connections from this machine."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host in LOOPBACK
+
+
+def bind_warning(host: str) -> str:
+    """The one line `serve` prints when it listens beyond loopback without a key."""
+    return (
+        f"warning: listening on {host} without --api-key: the server is open to the network "
+        "(anyone who can reach it can start sessions)"
+    )
+
+
+def config_message(exc: ValueError) -> str:
+    """A server option error naming the flag (`first_unit_ms ...` → `--first-unit-ms ...`)."""
+    option, reason = getattr(exc, "option", None), getattr(exc, "reason", None)
+    if not isinstance(option, str) or not isinstance(reason, str):
+        return str(exc)
+    head, _, rest = option.partition(".")
+    flag = SERVE_FLAGS.get(head, "--" + head.replace("_", "-"))
+    return f"{flag} {rest + ' ' if rest else ''}{reason}"
+
+
+def _setup_logging(*, verbose: bool, quiet: bool) -> None:
+    """One plain line per session event on stderr, the same on a terminal or redirected."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger = logging.getLogger("duplex_client.server")
     logger.handlers = [handler]
-    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.setLevel(logging.DEBUG if verbose else (logging.WARNING if quiet else logging.INFO))
     logger.propagate = False
 
 

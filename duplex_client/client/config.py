@@ -1,4 +1,4 @@
-"""`SessionConfig`: the session object the client sends in `session.update` (protocol.md §3.2)."""
+"""`SessionConfig`: the session object the client sends in `session.update` (protocol.md §2.1)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,19 @@ from duplex_client.protocol.codec import b64encode
 SECRET_SESSION_KEYS = frozenset({"ref_audio", "resume_token", "api_key", "authorization"})
 
 
+#: What libsndfile calls the WAV containers a `data:audio/wav` URL may carry.
+_WAV_FORMATS = frozenset({"WAV", "WAVEX", "RF64"})
+
+
 def ref_audio_data_url(source: str | Path | bytes) -> str:
-    """A `data:audio/wav;base64,…` URL from WAV bytes, a WAV file path or an existing data URL."""
+    """A `data:audio/wav;base64,…` URL from WAV bytes, a WAV file path or an existing data URL.
+
+    Bytes and files are decoded first: what is not a WAV with samples raises `ValueError`
+    naming the file (never its content: a reference voice is a secret). A data URL is
+    passed through as given.
+    """
     if isinstance(source, bytes):
+        check_ref_audio(source, "reference audio bytes")
         return "data:audio/wav;base64," + b64encode(source)
     text = str(source)
     if text.startswith("data:"):
@@ -27,7 +37,24 @@ def ref_audio_data_url(source: str | Path | bytes) -> str:
         raise ValueError(f"{path}: cannot read reference audio ({exc.strerror or exc})") from None
     if not data:
         raise ValueError(f"{path}: reference audio file is empty")
+    check_ref_audio(data, str(path))
     return "data:audio/wav;base64," + b64encode(data)
+
+
+def check_ref_audio(data: bytes, name: str) -> None:
+    """Raise `ValueError` unless `data` decodes as a WAV with samples (`name` in the message)."""
+    import io
+
+    import soundfile as sf
+
+    try:
+        info = sf.info(io.BytesIO(data))
+    except Exception:  # libsndfile's reasons vary; none of them may quote the data
+        raise ValueError(f"{name}: not a WAV audio file (cannot decode it as audio)") from None
+    if info.format not in _WAV_FORMATS:
+        raise ValueError(f"{name}: reference audio must be a WAV file, not {info.format}")
+    if info.frames <= 0:
+        raise ValueError(f"{name}: reference audio has no samples")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +84,7 @@ class SessionConfig:
 
     @property
     def interrupts_on_speech(self) -> bool:
-        """Whether user speech interrupts a playing response (protocol.md §6.4)."""
+        """Whether user speech interrupts a playing response (protocol.md §4.4)."""
         td = self.turn_detection or {}
         return bool(td.get("interrupt_response")) or self.overlap_policy == "barge_in_on_speech"
 
@@ -69,11 +96,14 @@ class SessionConfig:
             cfg = dataclasses.replace(cfg, extra_body={**self.extra_body, **extra})
         return cfg
 
-    def to_session(self, model: str) -> dict[str, Any]:
-        """The `session` object for `session.update` (never contains a `session_id`)."""
+    def to_session(self, model: str | None) -> dict[str, Any]:
+        """The `session` object for `session.update` (never contains a `session_id`).
+
+        `model` None leaves the model out: the server uses the one it serves.
+        """
         extra = {"auto_response": True, **self.extra_body}
         session: dict[str, Any] = {
-            "model": model,
+            **({"model": model} if model is not None else {}),
             "modalities": list(self.modalities),
             "input_audio_format": self.input_audio_format,
             "output_audio_format": self.output_audio_format,
@@ -99,7 +129,7 @@ class SessionConfig:
         return session
 
     def sliding_window(self) -> dict[str, Any]:
-        """The sliding-window knobs exactly as sent in `extra_body` (protocol.md §12.1)."""
+        """The sliding-window knobs exactly as sent in `extra_body` (protocol.md §2.4)."""
         keys = (
             "sliding_window_mode",
             "basic_window_high_tokens",

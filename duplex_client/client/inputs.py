@@ -1,4 +1,4 @@
-"""The input API of the session client (appends, commits, requests, playback acks, §4–§7)."""
+"""The input API of the session client (appends, commits, requests, playback acks, §3–§5)."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ class InputMethods:
         return await self._send(event)
 
     async def _ack_finished(self) -> None:
-        """Ack-before-commit: each finished response is acked up to what was played (§7).
+        """Ack-before-commit: each finished response is acked up to what was played (§5).
 
         A response acked part-way (while playing) is acked again when more was played since.
         Under `ack_only` a response a later commit has sealed is skipped: the server would
@@ -224,7 +224,7 @@ class InputMethods:
 
         Acking only before our own commits is too late when the server commits (server
         VAD): under `ack_only` an ack for a response finished before a later commit is
-        refused, and the answer would never enter history (protocol.md §7).
+        refused, and the answer would never enter history (protocol.md §5).
         """
         self._playback_acks_due = True
         if self._playback_ack_task is None or self._playback_ack_task.done():

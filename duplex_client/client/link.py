@@ -36,7 +36,7 @@ from duplex_client.protocol.response_events import ConnectionResumed
 
 log = logging.getLogger("duplex_client")
 
-#: Input events kept for resending after a resume (protocol.md §9.3).
+#: Input events kept for resending after a resume (protocol.md §6.1).
 INPUT_KINDS: dict[str, InputKind] = {
     "input_audio_buffer.append": "append",
     "input_audio_buffer.commit": "commit",
@@ -46,17 +46,24 @@ DROPPABLE = frozenset({"session.event_ack", "session.heartbeat"})
 
 
 async def handshake(
-    transport: Transport, update: ce.SessionUpdate, timeout: float
+    transport: Transport,
+    update: ce.SessionUpdate,
+    timeout: float,
+    *,
+    budget_s: float | None = None,
 ) -> tuple[se.SessionCreated, Capabilities]:
-    """Send `session.update`, wait for `session.created` (§3.1); the transport closes on failure."""
+    """Send `session.update`, wait for `session.created` (§2); the transport closes on failure.
+
+    `budget_s`: the part of `timeout` left after connecting (the timeout covers both).
+    """
     try:
         await transport.send(dumps(update.to_dict()))
-        created = await asyncio.wait_for(_await_created(transport), timeout)
+        wait = timeout if budget_s is None else budget_s
+        created = await asyncio.wait_for(_await_created(transport), wait)
     except TimeoutError:
         await transport.close()
-        raise DuplexProtocolError(
-            f"no session.created within {timeout:g} s of session.update"
-        ) from None
+        since = "of session.update" if budget_s is None else "of connecting"
+        raise DuplexProtocolError(f"no session.created within {timeout:g} s {since}") from None
     except TransportClosed as exc:
         await transport.close()
         raise DuplexConnectionError(f"connection closed during the handshake: {exc}") from None
@@ -206,7 +213,7 @@ class Link:
         self._check()
 
     async def flush(self, view: dict[str, Any] | None, report: ReconnectReport) -> None:
-        """After `session.resumed`: send what the server lacks, then open sending (§9.3).
+        """After `session.resumed`: send what the server lacks, then open sending (§6.1).
 
         Without `view` (`session.resumed.input`) nothing already written is sent again, as
         the client could not rule out duplicates; input queued while disconnected still goes.
@@ -238,7 +245,7 @@ class Link:
 
 
 class Resuming:
-    """Reconnect and resume for the session client (§9.3); `DuplexClientBase` holds the state."""
+    """Reconnect and resume for the session client (§6.1); `DuplexClientBase` holds the state."""
 
     reconnect_policy: ReconnectPolicy | None
     session_id: str | None
@@ -260,7 +267,7 @@ class Resuming:
         raise NotImplementedError
 
     def _resync(self, event: se.SessionResyncRequired) -> None:
-        """No resume guarantees any more: forget the token and the resend outbox (§9.3)."""
+        """No resume guarantees any more: forget the token and the resend outbox (§6.1)."""
         self._resume_token = None
         self._link.outbox.clear()
         last = self.reconnects[-1] if self.reconnects else None
@@ -277,7 +284,7 @@ class Resuming:
         )
 
     async def _reconnect(self, cause: str) -> str | None:
-        """Resume on a new socket (§9.3); None on success, else why the session ended."""
+        """Resume on a new socket (§6.1); None on success, else why the session ended."""
         assert self.reconnect_policy is not None and self._connect_again is not None
         self._link.detach()
         old = self._link.transport

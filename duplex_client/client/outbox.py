@@ -1,7 +1,7 @@
-"""The resend outbox: appends and commits the server may not have received (protocol.md §9.3).
+"""The resend outbox: appends and commits the server may not have received (protocol.md §6.1).
 
 Sans-I/O. An acknowledged commit confirms itself and everything sent before it, and so does
-a server decision on a unit (our server's `metadata.unit_index`, protocol.md §4.3) for the
+a server decision on a unit (our server's `metadata.unit_index`, protocol.md §3.1) for the
 append that closed that unit, unless a server commit has since moved the grid under it; on
 resume, `pending_after(input.last_event_id)` drops what the server already has, and the rest
 is sent again with the original ids, in the original order.
@@ -132,7 +132,7 @@ class Outbox:
         return False
 
     def server_committed(self, audio_end_ms: int) -> None:
-        """The server sealed a turn at `audio_end_ms` by itself (server VAD, protocol.md §4.2).
+        """The server sealed a turn at `audio_end_ms` by itself (server VAD, protocol.md §6.1).
 
         It restarted its unit grid there. Appends past that point were numbered on the old
         grid by a client that had not heard of the commit yet, so their unit numbers no

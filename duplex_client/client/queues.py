@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-#: Default capacity of a consumer queue (protocol.md §11).
+#: Default capacity of a consumer queue (protocol.md §8).
 DEFAULT_QUEUE_SIZE = 1024
 
 
@@ -21,14 +22,18 @@ _END = _End()
 
 
 class DropOldestQueue(Generic[T]):
-    """A bounded FIFO: `put` never blocks; when full, the oldest item is discarded."""
+    """A bounded FIFO: `put` never blocks; when full, the oldest item is discarded.
+
+    Several consumers may wait at once: each item goes to one of them, and all of them end
+    once the queue is closed and drained.
+    """
 
     def __init__(self, maxsize: int = DEFAULT_QUEUE_SIZE) -> None:
         if maxsize <= 0:
             raise ValueError("maxsize must be positive")
         self._items: deque[T | _End] = deque()
         self._maxsize = maxsize
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
         self._closed = False
         self.dropped = 0
 
@@ -58,17 +63,19 @@ class DropOldestQueue(Generic[T]):
             self._wake()
 
     def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def get(self) -> T:
         """The next item; raises `StopAsyncIteration` once closed and drained."""
         while not self._items:
-            self._waiter = asyncio.get_running_loop().create_future()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
             try:
-                await self._waiter
+                await waiter
             finally:
-                self._waiter = None
+                self._waiters.remove(waiter)
         item = self._items[0]
         if isinstance(item, _End):
             raise StopAsyncIteration
@@ -88,6 +95,40 @@ class DropOldestQueue(Generic[T]):
 
     async def __anext__(self) -> T:
         return await self.get()
+
+    async def until(
+        self, until: Awaitable[object] | None = None, *, idle_s: float | None = None
+    ) -> AsyncIterator[T]:
+        """Items until the queue ends, `until` completes, or none came for `idle_s` seconds.
+
+        Items not taken when it stops stay queued for the next consumer.
+        """
+        if idle_s is not None and not idle_s > 0:
+            raise ValueError(f"idle_s must be positive, got {idle_s!r}")
+        stop = None if until is None else asyncio.ensure_future(until)
+        try:
+            while stop is None or not stop.done():
+                getter = asyncio.ensure_future(self.get())
+                waits: set[asyncio.Future[Any]] = {getter}
+                if stop is not None:
+                    waits.add(stop)
+                done, _ = await asyncio.wait(
+                    waits, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter not in done:
+                    getter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await getter
+                    if getter.cancelled() or getter.exception() is not None:
+                        return
+                try:
+                    item = getter.result()
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            if stop is not None and not stop.done():
+                stop.cancel()
 
 
 class Subscription(DropOldestQueue[T]):

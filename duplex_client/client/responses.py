@@ -1,4 +1,4 @@
-"""Response demultiplexing: one `ResponseHandle` per response, decisions, and id fencing (§6)."""
+"""Response demultiplexing: one `ResponseHandle` per response, decisions, and id fencing (§4)."""
 
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ class ResponseTracker:
 
     def commit_sent(self, event_id: str) -> None:
         """A final commit of ours is on its way: a response finishing before the server
-        processes it is sealed by it (its done arrives first, §7)."""
+        processes it is sealed by it (its done arrives first, §5)."""
         self._commits_in_flight.add(event_id)
 
     def _created(self, event: r.ResponseCreated) -> None:

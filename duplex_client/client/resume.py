@@ -1,4 +1,4 @@
-"""Reconnect and resume (protocol.md §9.3): backoff policy, attempts and their reports.
+"""Reconnect and resume (protocol.md §6.1): backoff policy, attempts and their reports.
 
 The policy is sans-I/O; `resume_attempts` does the I/O through injected `connect` and
 `sleep`, so backoff and fatal-code handling are tested without waiting.

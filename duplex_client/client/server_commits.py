@@ -1,7 +1,7 @@
 """Following the commits a server makes by itself (server VAD) while input streams.
 
 The server seals a turn wherever it detected the end of speech and restarts its unit grid
-there (protocol.md §4.2). The client hears of it a round trip later, so the framer re-anchors
+there (protocol.md §10). The client hears of it a round trip later, so the framer re-anchors
 then (`committed`), and appends already planned but not yet sent are labelled again for the
 new grid before they go out. Each commit is listed under `server_commits` in the timeline with
 `units_closed`: how far it moved the unit numbering of the appends sent after it, which is

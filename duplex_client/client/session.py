@@ -53,7 +53,7 @@ class DuplexClientBase(InputMethods, Resuming):
     def __init__(
         self,
         *,
-        model: str,
+        model: str | None,
         config: SessionConfig | None = None,
         handshake_timeout: float = 30.0,
         close_timeout: float = 20.0,
@@ -151,13 +151,17 @@ class DuplexClientBase(InputMethods, Resuming):
         transport: Transport,
         *,
         reconnect_with: Callable[[], Awaitable[Transport]] | None = None,
+        budget_s: float | None = None,
     ) -> se.SessionCreated:
         """Send `session.update`, wait for `session.created`, then start the reader task.
 
         `reconnect_with` opens a new transport for resuming after a drop (with a policy).
+        `budget_s`: what is left of `handshake_timeout` once connecting took its share.
         """
         update = ce.SessionUpdate(session=self.config.to_session(self.model))
-        created, caps = await handshake(transport, update, self.handshake_timeout)
+        created, caps = await handshake(
+            transport, update, self.handshake_timeout, budget_s=budget_s
+        )
         self.capabilities = caps
         self.session = created.session
         self.session_id = created.session_id
@@ -207,9 +211,18 @@ class DuplexClientBase(InputMethods, Resuming):
         """Every typed server event from now on (bounded; a slow consumer loses its oldest)."""
         return self._events.subscribe()
 
-    def responses(self) -> AsyncIterator[ResponseHandle]:
-        """Response handles as their decision becomes known, until the session ends."""
-        return self._decided
+    def responses(
+        self, until: Awaitable[object] | None = None, *, idle_s: float | None = None
+    ) -> AsyncIterator[ResponseHandle]:
+        """Response handles as their decision becomes known; the iteration ends with the session.
+
+        `until` (an awaitable: `event.wait()`, `asyncio.sleep(10)`, a task) ends it when it
+        completes; `idle_s` once no new handle came for that many seconds of waiting. Every
+        call shares one queue: a handle is yielded once, and those not taken stay for the next.
+        """
+        if until is None and idle_s is None:
+            return self._decided
+        return self._decided.until(until, idle_s=idle_s)
 
     def add_listener(self, listener: EventListener) -> None:
         """Observe every server event synchronously in arrival order (for recorders)."""
@@ -380,21 +393,26 @@ class DuplexClientBase(InputMethods, Resuming):
 
 
 class DuplexClient(DuplexClientBase):
-    """Async context manager over a real WebSocket session (protocol.md §2–§3, §9.3).
+    """Async context manager over a real WebSocket session (protocol.md §1–§2, §6.1).
 
     By default a dropped socket is answered by reconnecting and resuming the session
-    (protocol.md §9.3, `ReconnectPolicy()`); `reconnect=False` makes a drop end the session.
+    (protocol.md §6.1, `ReconnectPolicy()`); `reconnect=False` makes a drop end the session.
+
+    `handshake_timeout` bounds the whole connection: TCP connect, TLS, the WebSocket upgrade
+    and `session.created`. `open_timeout` (seconds) bounds the opening alone, and then the
+    handshake gets all of `handshake_timeout` after it. `model=None` names no model (the
+    server uses its own). A bad URL raises `UsageError` at once.
     """
 
     def __init__(
         self,
         url: str,
         *,
-        model: str = "openbmb/MiniCPM-o-4_5",
+        model: str | None = "openbmb/MiniCPM-o-4_5",
         config: SessionConfig | None = None,
         api_key: str | None = None,
         ssl: ssl_module.SSLContext | bool | None = None,
-        open_timeout: float = 10.0,
+        open_timeout: float | None = None,
         proxy: bool = False,
         reconnect: ReconnectPolicy | bool | None = True,
         **options: Any,
@@ -407,18 +425,23 @@ class DuplexClient(DuplexClientBase):
         self._proxy = proxy
 
     async def _open_transport(self) -> Transport:
+        timeout = self.handshake_timeout if self._open_timeout is None else self._open_timeout
         return await WebSocketTransport.connect(
             self.url,
             api_key=self._api_key,
             ssl=self._ssl,
-            open_timeout=self._open_timeout,
+            open_timeout=timeout,
             proxy=self._proxy,
         )
 
     async def connect(self) -> se.SessionCreated:
-        """Open the socket and run the handshake."""
+        """Open the socket and run the handshake, within `handshake_timeout` in all."""
+        started = time.monotonic()
         transport = await self._open_transport()
-        return await self.open(transport, reconnect_with=self._open_transport)
+        budget = None
+        if self._open_timeout is None:
+            budget = max(0.0, self.handshake_timeout - (time.monotonic() - started))
+        return await self.open(transport, reconnect_with=self._open_transport, budget_s=budget)
 
     async def __aenter__(self) -> DuplexClient:
         await self.connect()

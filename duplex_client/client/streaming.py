@@ -1,4 +1,4 @@
-"""Stream a source to a session: framer appends released on the media clock (protocol.md §13)."""
+"""Stream a source to a session: framer appends released on the media clock (protocol.md §10)."""
 
 from __future__ import annotations
 

@@ -1,50 +1,99 @@
-"""Target URL rules (protocol.md §2.1) and the message transport the session runs over."""
+"""Target URL rules (protocol.md §1) and the message transport the session runs over."""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import socket
 import ssl as ssl_module
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from duplex_client.framing.redact import safe_url
 from duplex_client.protocol.errors import DuplexConnectionError
+from duplex_client.usage import UsageError
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
 
 _SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
-#: Client-side inbound frame limit (protocol.md §11).
+#: Client-side inbound frame limit (protocol.md §8).
 CLIENT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: A host name: dot-separated labels of letters, digits, `-` and `_` (no spaces, no `@`).
+_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_-]{1,63})*\.?")
 
 
-def build_url(url: str, model: str) -> str:
-    """The WebSocket target for a user URL and model name (protocol.md §2.1)."""
-    text = url.strip()
+def check_url(url: str) -> SplitResult:
+    """The parts of a user URL (protocol.md §1), or a one-line `UsageError` naming it.
+
+    ws, wss, http and https (or no scheme: ws), a host, and a port in 1..65535 if given.
+    """
+    text = url.strip() if isinstance(url, str) else ""
+    shown = redact_url(text) if text else repr(url)
+    if not text:
+        raise UsageError(
+            f"{shown}: not a URL (give ws://host:port or http://host:port)", param="url"
+        )
     if "://" not in text:
         text = "ws://" + text
-    parts = urlsplit(text)
-    scheme = _SCHEMES.get(parts.scheme.lower())
-    if scheme is None:
-        raise ValueError(
-            f"{url}: unsupported URL scheme {parts.scheme!r} (use ws, wss, http, https)"
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:
+        raise UsageError(f"{shown}: not a URL ({exc})", param="url", keywords=()) from None
+    if parts.scheme.lower() not in _SCHEMES:
+        raise UsageError(
+            f"{shown}: unsupported URL scheme {parts.scheme!r} (use ws, wss, http, https)",
+            param="url",
+            keywords=(),
         )
-    if not parts.hostname:
-        raise ValueError(f"{url}: URL has no host")
+    host = parts.hostname
+    if not host:
+        raise UsageError(f"{shown}: URL has no host", param="url", keywords=())
+    if not _HOST.fullmatch(host) and not _is_ip(host):
+        raise UsageError(f"{shown}: not a URL (bad host {host!r})", param="url", keywords=())
+    try:
+        port = parts.port
+    except ValueError as exc:
+        problem = "port out of range (1-65535)" if "range" in str(exc) else "port is not a number"
+        raise UsageError(f"{shown}: {problem}", param="url", keywords=()) from None
+    if port == 0:
+        raise UsageError(f"{shown}: port out of range (1-65535)", param="url", keywords=())
+    return parts
+
+
+def build_url(url: str, model: str | None) -> str:
+    """The WebSocket target for a user URL and model name (protocol.md §1).
+
+    Without a model (None) the URL names none and the server uses the one it serves.
+    A bad URL raises `UsageError` (a `ValueError`) naming it.
+    """
+    parts = check_url(url)
+    scheme = _SCHEMES[parts.scheme.lower()]
     path = parts.path if parts.path not in ("", "/") else "/v1/realtime"
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "autostart"]
     keys = {k for k, _ in query}
     if "duplex" not in keys:
         query.append(("duplex", "1"))
-    if "model" not in keys:
+    if "model" not in keys and model is not None:
         query.append(("model", model))
     query.append(("autostart", "0"))
     return urlunsplit((scheme, parts.netloc, path, urlencode(query), ""))
 
 
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def redact_url(url: str) -> str:
     """The URL without user info or credential-like query keys (for messages and records)."""
-    return safe_url(url) or url
+    try:
+        return safe_url(url) or url
+    except ValueError:  # unparseable (a bad port): no user info and no query, to be safe
+        return re.sub(r"(?<=://)[^/@]*@", "", url).split("?", 1)[0].split("#", 1)[0]
 
 
 class TransportClosed(Exception):
@@ -122,7 +171,9 @@ class WebSocketTransport:
                 f"{_STATUS_HINTS.get(status, _status_hint(status))}"
             ) from None
         except TimeoutError:
-            raise DuplexConnectionError(f"{target}: timed out opening the connection") from None
+            raise DuplexConnectionError(
+                f"{target}: timed out opening the connection (no answer within {open_timeout:g} s)"
+            ) from None
         except (OSError, WebSocketException) as exc:
             raise DuplexConnectionError(
                 f"{target}: cannot connect: {_describe(exc, url)}"

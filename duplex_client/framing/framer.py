@@ -1,4 +1,4 @@
-"""The framer: PCM and frames in, appends on the server's unit grid out (protocol.md §4, §13)."""
+"""The framer: PCM and frames in, appends on the server's unit grid out (protocol.md §3, §10)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Framer:
         return self._w.position(clip_had_audio=self._had_audio, last_frames=self._last)
 
     def committed(self, audio_end_samples: int) -> int:
-        """The server sealed the turn at `audio_end_samples` (server VAD, protocol.md §4.2).
+        """The server sealed the turn at `audio_end_samples` (server VAD, protocol.md §3.1).
 
         The grid re-anchors there, also when the commit is heard after later appends were
         planned; the appends still to come follow. Returns how far the next `unit_index` moved.

@@ -1,7 +1,7 @@
 """What the client recently sent, unit by unit, so a late server commit can re-anchor the grid.
 
 Under server VAD the server seals a turn at the end of whichever append made it detect the
-end of speech, and re-anchors its unit grid there (protocol.md §4.2). The client learns of it
+end of speech, and re-anchors its unit grid there (protocol.md §3.1). The client learns of it
 one round trip later, by which time it may have sent more appends, closing units on a grid
 the server no longer uses. `UnitHistory` keeps the recent units and append ends; `replay`
 works out the server's numbering from the commit position on, as the server assigned it:

@@ -1,4 +1,4 @@
-"""Checks of the `input_timeline.json` invariants (protocol.md §14), for tests and evaluators."""
+"""Checks of the `input_timeline.json` invariants (protocol.md §10), for tests and evaluators."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _residual_commits(
 
 
 def check_timeline(doc: Mapping[str, Any], *, check_totals: bool = True) -> list[str]:
-    """Every §14 invariant the document breaks, as messages (empty when it is consistent)."""
+    """Every §10 invariant the document breaks, as messages (empty when it is consistent)."""
     problems: list[str] = []
     rows: list[Mapping[str, Any]] = list(doc.get("appends", []))
     commits: list[Mapping[str, Any]] = list(doc.get("commits", []))

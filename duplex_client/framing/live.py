@@ -1,7 +1,7 @@
 """The live (push) framer: captured audio blocks and the latest camera frame in, appends out.
 
 Media time is the capture clock: sample 0 of the first captured block is media time 0, and
-every block pushed advances it by its length, uploaded or not (protocol.md §13). An append
+every block pushed advances it by its length, uploaded or not (protocol.md §10). An append
 is released as soon as its capture completes: a chunk of uploaded PCM once its last sample
 is captured, a frame-only unit once its span has passed. Frames ride the append that closes
 their unit and are the latest camera frame at that moment.
@@ -168,7 +168,7 @@ class LiveFramer:
         """A final commit sealed the turn at `audio_end_samples` (default: all released audio).
 
         Re-anchors the grid when the commit fell inside a unit, the open one or, for a server
-        commit heard late, an earlier one (protocol.md §4.2); a position within 1 ms of an
+        commit heard late, an earlier one (protocol.md §10); a position within 1 ms of an
         append end counts as that end (the server's ms are rounded). Returns how far the
         next `unit_index` moved (0 also when a late commit left the numbering where it was).
         """

@@ -11,11 +11,11 @@ from duplex_client.protocol.capabilities import Capabilities, UnitKind
 
 #: Which part of a run an append belongs to (the timeline's `segment`).
 Segment = Literal["clip", "tail", "live"]
-#: How a video's own soundtrack is fitted to whole units (protocol.md §13).
+#: How a video's own soundtrack is fitted to whole units (protocol.md §10).
 SoundtrackPolicy = Literal["trim", "pad", "full"]
 SEGMENTS: tuple[Segment, ...] = ("clip", "tail", "live")
 SOUNDTRACK_POLICIES: tuple[SoundtrackPolicy, ...] = ("trim", "pad", "full")
-#: Default append length; it divides the default unit lengths (protocol.md §4.2).
+#: Default append length; it divides the default unit lengths (protocol.md §3.1).
 DEFAULT_CHUNK_MS = 200
 
 
@@ -97,7 +97,7 @@ class StreamPosition:
         return self.audio_samples > self.unit_start_samples
 
     def after_commit(self, audio_end_samples: int | None = None) -> StreamPosition:
-        """The position after a final commit sealed the turn (protocol.md §4.2).
+        """The position after a final commit sealed the turn (protocol.md §3.1).
 
         A commit inside a unit closes that unit early, so the grid re-anchors: the next audio
         unit starts at the commit's cumulative position and the closed residual takes a

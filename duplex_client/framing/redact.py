@@ -1,4 +1,4 @@
-"""What may enter the timeline: whitelisted facts, never payloads or credentials (§2.2, §14)."""
+"""What may enter the timeline: whitelisted facts, never payloads or credentials (§1, §10)."""
 
 from __future__ import annotations
 

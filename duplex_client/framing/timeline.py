@@ -1,4 +1,4 @@
-"""`input_timeline.json`: the record of every append and commit sent (protocol.md §14)."""
+"""`input_timeline.json`: the record of every append and commit sent (protocol.md §10)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ def frame_records(group: FrameGroup | None) -> list[dict[str, Any]]:
 
 
 class InputTimeline:
-    """Rows for every append and commit of one client session, written as §14 JSON.
+    """Rows for every append and commit of one client session, written as §10 JSON.
 
     Rows are added as events are sent; acknowledgements and errors are filled in by
     `observe(event)` (or `acknowledge`/`record_error`). Only facts are kept: sizes,
@@ -89,6 +89,8 @@ class InputTimeline:
         }
         self.unit_grid: dict[str, Any] | None = None
         self.chunk_ms: int | None = None
+        #: The `chunk_ms` asked for when it was longer than any unit (then cut to one unit).
+        self.chunk_ms_requested: int | None = None
         self.media_origin_ms: int | None = None
         self.tail_silence_ms = 0
         self.soundtrack_policy: dict[str, Any] | None = None
@@ -152,11 +154,18 @@ class InputTimeline:
             self.pacing = pacing
         if not first:
             return
-        self.chunk_ms = chunk_ms
+        self.chunk_ms = self._longest_append_ms(chunk_ms)
+        self.chunk_ms_requested = chunk_ms if self.chunk_ms != chunk_ms else None
         self.media_origin_ms = media_origin_ms
         self.audio_source = audio_source_facts(audio_source)
         self.video = video_facts(video)
         self.soundtrack_policy = dict(soundtrack) if soundtrack is not None else None
+
+    def _longest_append_ms(self, chunk_ms: int) -> int:
+        """What `chunk_ms` amounts to: appends never cross a unit boundary (the grid's)."""
+        grid = self.unit_grid or UnitGrid().describe()
+        longest = max(int(grid["first_unit_ms"]), int(grid["chunk_period_ms"]))
+        return min(chunk_ms, longest)
 
     # --- rows ---
 
@@ -360,7 +369,7 @@ class InputTimeline:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """The whole document, in §14 field order (`server_commits` only when there are some)."""
+        """The whole document, in §10 field order (`server_commits` only when there are some)."""
         doc = {
             "schema_version": SCHEMA_VERSION,
             "clock": {
@@ -372,6 +381,11 @@ class InputTimeline:
             "input_format": dict(self.input_format),
             "unit_grid": self.unit_grid or {**UnitGrid().describe(), "source": "default"},
             "chunk_ms": self.chunk_ms,
+            **(
+                {"chunk_ms_requested": self.chunk_ms_requested}
+                if self.chunk_ms_requested is not None
+                else {}
+            ),
             "media_origin_ms": self.media_origin_ms,
             "tail_silence_ms": self.tail_silence_ms,
             "soundtrack_policy": self.soundtrack_policy,
@@ -395,7 +409,9 @@ class InputTimeline:
         if target.is_dir():
             target = target / TIMELINE_FILENAME
         text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        # Created like the bundle's other files (mode 0666 less the umask), not mkstemp's 0600.
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)

@@ -1,4 +1,4 @@
-"""The server's unit grid: where audio units close in cumulative audio (protocol.md §4.2)."""
+"""The server's unit grid: where audio units close in cumulative audio (protocol.md §3.1)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from duplex_client.protocol.capabilities import (
 
 
 def ms_to_samples(ms: float, sample_rate_hz: int = INPUT_SAMPLE_RATE_HZ) -> int:
-    """Samples in `ms` milliseconds: `round(rate * ms / 1000)` (protocol.md §4.1)."""
+    """Samples in `ms` milliseconds: `round(rate * ms / 1000)` (protocol.md §3.1)."""
     return round(sample_rate_hz * ms / 1000)
 
 

@@ -150,7 +150,7 @@ class UnitWriter:
         )
 
     def reanchor(self, at_samples: int, *, slack: int = 0) -> int:
-        """A final commit sealed the turn at cumulative `at_samples` (protocol.md §4.2).
+        """A final commit sealed the turn at cumulative `at_samples` (protocol.md §3.1).
 
         Inside a unit it closes that unit early (the residual takes its `unit_index`) and
         the grid restarts there. The unit may be the open one or, for a server commit heard

@@ -22,7 +22,8 @@ class LiveUsageError(DuplexClientError):
 class LiveOptions:
     """Everything `duplex-cli live` can be told; the SDK takes the same names."""
 
-    model: str = "openbmb/MiniCPM-o-4_5"
+    #: None: the one model the server lists, else the preset's (`presets.preset_model`).
+    model: str | None = None
     preset: str = "auto"
     turn: TurnMode = "model"
     ptt_mode: PttMode = "toggle"
@@ -82,6 +83,15 @@ class LiveOptions:
             return self.preset
         return "minicpmo" if self.turn == "model" else "joyai"
 
+    def _ref_audio_url(self) -> str | None:
+        """The reference voice as a data URL, decoded first (not audio: `LiveUsageError`)."""
+        if self.ref_audio is None:
+            return None
+        try:
+            return ref_audio_data_url(self.ref_audio)
+        except (OSError, ValueError) as exc:
+            raise LiveUsageError(f"--ref-audio: {exc}") from None
+
     def session_config(self, preset: str | None = None) -> SessionConfig:
         """The session config: `config` if given, else the preset adjusted to the turn mode."""
         from duplex_client import presets
@@ -94,14 +104,15 @@ class LiveOptions:
             overrides["instructions"] = self.instructions
         if self.temperature is not None:
             overrides["temperature"] = self.temperature
+        ref_audio = self._ref_audio_url()
         if name == "minicpmo":
-            config = presets.minicpmo_4_5(ref_audio=self.ref_audio, **overrides)
+            config = presets.minicpmo_4_5(ref_audio=ref_audio, **overrides)
         elif name == "joyai":
             config = presets.joyai(manual=self.turn != "vad", **overrides)
         else:
             config = presets.aura() if name == "aura" else SessionConfig()
-            if self.ref_audio is not None:
-                overrides["ref_audio"] = ref_audio_data_url(self.ref_audio)
+            if ref_audio is not None:
+                overrides["ref_audio"] = ref_audio
             config = config.with_overrides(**overrides)
         if self.turn == "vad" and not config.turn_detection:
             config = config.with_overrides(

@@ -1,4 +1,4 @@
-"""Answers to the speaker: response audio into the player, fencing, and playback acks (§6.4, §7)."""
+"""Answers to the speaker: response audio into the player, fencing, and playback acks (§4.4, §5)."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ class PlaybackSync:
 
     @contextlib.asynccontextmanager
     async def commit_guard(self) -> AsyncIterator[None]:
-        """Hold acks while a commit is sent; first ack every finished response (§7)."""
+        """Hold acks while a commit is sent; first ack every finished response (§5)."""
         async with self._lock:
             for rid in list(self._offsets):
                 handle = self.client.tracker.handles.get(rid)

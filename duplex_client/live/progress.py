@@ -34,6 +34,9 @@ class LiveProgress:
     interruptions: int = 0
     warnings: list[str] = field(default_factory=list)
     keys: str = ""
+    #: Why the run was stopped from outside (`terminated`, `hangup`), set before cancelling it;
+    #: None: Ctrl-C or a cancel (status `interrupted`).
+    stop_reason: str | None = None
 
     def warn(self, message: str) -> None:
         """Add a warning once."""

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import statistics
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import reconnect_recorder
-from duplex_client.client.transport import redact_url
+from duplex_client.client.transport import check_url, redact_url
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.live.camera import Camera
@@ -38,10 +39,13 @@ from duplex_client.live.player import Player
 from duplex_client.live.progress import LiveProgress
 from duplex_client.live.session import LiveSession
 from duplex_client.live.sources import AudioCapture
+from duplex_client.presets import preset_model
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.results import (
     EXIT_FAILED,
+    EXIT_HANGUP,
     EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     RunResult,
     judge,
@@ -56,6 +60,10 @@ HEADPHONES = (
     "use headphones: a terminal has no echo canceller "
     "(--echo-gate stops the microphone while the assistant is audible)"
 )
+#: Exit codes of the stop reasons a caller puts in `LiveProgress.stop_reason`.
+STOP_EXIT_CODES = {"terminated": EXIT_TERMINATED, "hangup": EXIT_HANGUP}
+#: The one warning when file or silent input runs on a machine that cannot play.
+NO_SPEAKER = "{what}: running without playback (nothing is played; acks say 0 ms)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,17 +129,43 @@ def open_camera(options: LiveOptions, devices: LiveDevices) -> Camera | None:
     return Camera(source, capture_factory=devices.video_capture)
 
 
-def preflight(options: LiveOptions, devices: LiveDevices) -> Any | None:
-    """Fail before connecting when PortAudio or a chosen audio device is missing."""
+@dataclass(frozen=True, slots=True)
+class DeviceCheck:
+    """What `preflight` found: the `sounddevice` module, whether to play, a warning."""
+
+    sounddevice: Any | None
+    playback: bool
+    warning: str | None = None
+
+
+def preflight(options: LiveOptions, devices: LiveDevices) -> DeviceCheck:
+    """Fail before connecting when PortAudio or a chosen audio device is missing.
+
+    A run without a real microphone (`--mic-file`, `--no-mic`) whose default speaker is
+    missing (no output device, or no PortAudio at all) runs without playback, with one
+    warning; a real microphone or a named `--speaker` keeps the error.
+    """
     needs_input = not options.no_mic and not options.mic_file
     if not needs_input and options.no_playback:
-        return None
-    sd = devices.sounddevice if devices.sounddevice is not None else load_sounddevice()
+        return DeviceCheck(None, False)
+    may_skip_speaker = not needs_input and not options.speaker
+    try:
+        sd = devices.sounddevice if devices.sounddevice is not None else load_sounddevice()
+    except DeviceError:
+        if not may_skip_speaker:
+            raise
+        return DeviceCheck(None, False, NO_SPEAKER.format(what="PortAudio is not installed"))
     if needs_input:
         resolve_audio_device(sd, options.mic, "input")
-    if not options.no_playback:
+    if options.no_playback:
+        return DeviceCheck(sd, False)
+    try:
         resolve_audio_device(sd, options.speaker, "output")
-    return sd
+    except DeviceError:
+        if not may_skip_speaker:
+            raise
+        return DeviceCheck(sd, False, NO_SPEAKER.format(what="no speaker (output device) found"))
+    return DeviceCheck(sd, True)
 
 
 async def run_live(
@@ -149,11 +183,20 @@ async def run_live(
     """
     options.validate()
     progress = progress or LiveProgress()
+    if url:
+        check_url(url)
+        options = await _with_model(url, options, progress)
+    elif options.model is None:
+        options = dataclasses.replace(options, model=preset_model(options.preset_name()))
     profile = embedded_profile(options) if not url else options.preset_name()
     config = options.session_config(profile if not url and options.preset == "auto" else None)
     devices = devices or LiveDevices()
-    sd = preflight(options, devices)
-    devices = LiveDevices(sounddevice=sd, video_capture=devices.video_capture)
+    check = preflight(options, devices)
+    if check.warning is not None:
+        progress.warn(check.warning)
+    if not check.playback and not options.no_playback:
+        options = dataclasses.replace(options, no_playback=True)
+    devices = LiveDevices(sounddevice=check.sounddevice, video_capture=devices.video_capture)
     controls = controls or LiveControls(
         muted=options.start_muted,
         camera_on=not options.camera_off,
@@ -167,6 +210,20 @@ async def run_live(
     async with target_url(url, options, profile) as target:
         run = _LiveRun(target, options, config, bundle, progress, controls, devices)
         return await run.run()
+
+
+async def _with_model(url: str, options: LiveOptions, progress: LiveProgress) -> LiveOptions:
+    """Without `model`, the one model the server lists (said as a note), else the preset's."""
+    if options.model is not None:
+        return options
+    from duplex_client.client.http import resolve_model_async
+
+    choice = await resolve_model_async(
+        url, None, api_key=options.api_key, default=preset_model(options.preset_name())
+    )
+    if choice.note:
+        progress.warn(choice.note)
+    return dataclasses.replace(options, model=choice.model)
 
 
 def _default_dir() -> Path:
@@ -193,14 +250,15 @@ class _LiveRun:
         self.progress = progress
         self.controls = controls
         self.devices = devices
-        # Played positions come from the player; without one, answers count as delivered.
-        policy: Literal["received", "manual"] = "received" if options.no_playback else "manual"
+        # Played positions come from the player. Without one nothing is played: the acks
+        # (before each commit of ours) say 0 ms, and history follows the server's policy
+        # (docs/live.md, "Playback").
         self.client = DuplexClient(
             url,
             model=options.model,
             config=config,
             api_key=options.api_key,
-            ack_policy=policy,
+            ack_policy="manual",
             reconnect=options.reconnect,
         )
         self.timeline = InputTimeline(
@@ -268,8 +326,10 @@ class _LiveRun:
             await self.session.run()
             result.status, result.ok = "ok", True
         except asyncio.CancelledError:
-            result.status, result.error = "interrupted", "interrupted"
-            result.exit_code = EXIT_INTERRUPTED
+            # Ctrl-C, or SIGTERM / SIGHUP when the caller set `progress.stop_reason`.
+            reason = self.progress.stop_reason or "interrupted"
+            result.status, result.error = reason, reason
+            result.exit_code = STOP_EXIT_CODES.get(reason, EXIT_INTERRUPTED)
             raise
         except DeviceError as exc:
             result.error, result.exit_code = str(exc), EXIT_USAGE

@@ -22,14 +22,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
-from duplex_client.media.errors import MediaError, MediaWarning, av_reason, check_file
+from duplex_client.media.errors import MediaError, MediaWarning, av_reason, check_file, warn_media
 from duplex_client.media.probe import MediaInfo, open_input, origin_seconds, probe
 from duplex_client.media.resample import PcmConverter
 
@@ -141,7 +140,7 @@ class _FileAudio:
         return self._decoded_ms if self._decoded_ms is not None else self._estimated_ms
 
     def info(self) -> dict[str, Any]:
-        """The timeline's `audio_source` object (protocol.md §14)."""
+        """The timeline's `audio_source` object (protocol.md §10)."""
         if self._sha256 is None:
             self._sha256 = file_sha256(self.path)
         return {
@@ -167,7 +166,7 @@ class _FileAudio:
     def _warn(self, key: str, problem: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            warnings.warn(MediaWarning(f"{self.path}: {problem}"), stacklevel=3)
+            warn_media(MediaWarning(f"{self.path}: {problem}"), stacklevel=3)
 
 
 class SoundFileAudio(_FileAudio):

@@ -16,13 +16,12 @@ stream that ends before the length its container declares raises one `MediaWarni
 from __future__ import annotations
 
 import os
-import warnings
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from duplex_client.media.errors import MediaError, MediaWarning, av_reason
+from duplex_client.media.errors import MediaError, MediaWarning, av_reason, warn_media
 from duplex_client.media.probe import normalize_rotation, open_input, origin_seconds
 
 if TYPE_CHECKING:
@@ -340,7 +339,7 @@ class VideoCursor:
     def _warn(self, key: str, problem: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            warnings.warn(MediaWarning(f"{self.path}: {problem}"), stacklevel=4)
+            warn_media(MediaWarning(f"{self.path}: {problem}"), stacklevel=4)
 
 
 def _attached_pic(stream: VideoStream) -> bool:

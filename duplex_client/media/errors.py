@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from duplex_client.protocol.errors import DuplexClientError
@@ -21,7 +25,42 @@ class MediaError(DuplexClientError):
 
 
 class MediaWarning(UserWarning):
-    """Something was wrong with a file but part of it was usable (e.g. a truncated clip)."""
+    """Something was wrong with a file but part of it was usable (e.g. a truncated clip).
+
+    `str(warning)` is one line: `<path>: <problem>`.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+#: Where media warnings go instead of `warnings.warn` while a run collects them.
+_SINK: ContextVar[Callable[[MediaWarning], None] | None] = ContextVar(
+    "duplex_media_warnings", default=None
+)
+
+
+@contextlib.contextmanager
+def collect_media_warnings(sink: Callable[[MediaWarning], None]) -> Iterator[None]:
+    """Within this context (and tasks started in it) media warnings go to `sink`.
+
+    A run records them in its result (`warnings`), so they are shown once, by whoever shows
+    the result, and never through Python's default warning display.
+    """
+    token = _SINK.set(sink)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
+
+
+def warn_media(warning: MediaWarning, stacklevel: int = 2) -> None:
+    """Issue a media warning: to the collecting run if there is one, else `warnings.warn`."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink(warning)
+    else:
+        warnings.warn(warning, stacklevel=stacklevel + 1)
 
 
 def check_file(path: str | os.PathLike[str]) -> Path:

@@ -1,6 +1,6 @@
 """`ClipFrames`: the `FrameSampler` over a video file (fps grid, rotation, JPEG, composites).
 
-Sampling (protocol.md §13): frame k is the source frame on screen at `k / fps` seconds; a
+Sampling (protocol.md §10): frame k is the source frame on screen at `k / fps` seconds; a
 unit starting at `s` takes the latest sampled frame at or before `s`. With `stack_frames`
 N > 1 the unit also carries a composite tiling the source frames shown at
 `s + j·(e−s)/N` (j = 1..N−1) that lie inside the clip. A unit starting at or after the
@@ -95,7 +95,7 @@ class ClipFrames:
         return FrameGroup(base=base, composite=composite)
 
     def info(self) -> dict[str, Any]:
-        """The timeline's `video` object (protocol.md §14)."""
+        """The timeline's `video` object (protocol.md §10)."""
         video = self.media.video
         return {
             "kind": "file",

@@ -1,4 +1,4 @@
-"""Server capabilities advertised in `session.created` (protocol.md §3.4)."""
+"""Server capabilities advertised in `session.created` (protocol.md §2.3)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 class UnitKind(StrEnum):
-    """The three kinds of model input unit (protocol.md §4.3)."""
+    """The three kinds of model input unit (protocol.md §3.1)."""
 
     AUDIO = "AUDIO"
     VISION = "VISION"
@@ -39,7 +39,7 @@ def _flag(value: Any) -> bool:
 
 
 def derive_unit_kinds(required: tuple[str, ...], optional: tuple[str, ...]) -> frozenset[UnitKind]:
-    """The legal unit kinds for a pair of modality lists (protocol.md §3.4)."""
+    """The legal unit kinds for a pair of modality lists (protocol.md §2.3)."""
     accepted = set(required) | set(optional)
     kinds: set[UnitKind] = set()
     if "audio" in accepted and "video" not in required:

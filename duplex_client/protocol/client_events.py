@@ -1,4 +1,4 @@
-"""Typed client events (client → server), each serialising to its wire dict (protocol.md §3–§9)."""
+"""Typed client events (client → server), each serialising to its wire dict (protocol.md §2–§6)."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ class OutputAudioBufferClear(ClientEvent):
 
 @dataclass(kw_only=True, slots=True)
 class PlaybackAck(ClientEvent):
-    """`playback.ack`: how much of a response's audio was actually played (protocol.md §7)."""
+    """`playback.ack`: how much of a response's audio was actually played (protocol.md §5)."""
 
     TYPE: ClassVar[str] = "playback.ack"
     response_id: str

@@ -1,4 +1,4 @@
-"""Error codes, the error envelope and the SDK's exception hierarchy (protocol.md §10)."""
+"""Error codes, the error envelope and the SDK's exception hierarchy (protocol.md §7)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ERROR_TYPES: Final = frozenset({INVALID_REQUEST_ERROR, SERVER_ERROR, RATE_LIMIT_
 
 
 class ErrorCode:
-    """Error code constants from protocol.md §10."""
+    """Error code constants from protocol.md §7."""
 
     INVALID_JSON: Final = "invalid_json"
     EVENT_TOO_LARGE: Final = "event_too_large"
@@ -66,7 +66,7 @@ class ErrorCode:
     TEXT_ONLY_TURN_UNSUPPORTED: Final = "text_only_turn_unsupported"
 
 
-#: Resume failures that end reconnection attempts (protocol.md §9.2, §9.3).
+#: Resume failures that end reconnection attempts (protocol.md §6, §6.1).
 FATAL_RESUME_CODES: Final = frozenset(
     {
         ErrorCode.INVALID_SESSION_RESUME,

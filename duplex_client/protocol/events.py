@@ -55,7 +55,7 @@ SERVER_EVENT_TYPES: dict[str, type[ServerEvent]] = {
     name: cls for cls in _CLASSES for name in (cls.TYPE, *cls.ALIASES)
 }
 
-#: Event types after which the client must not send anything (protocol.md §3.6).
+#: Event types after which the client must not send anything (protocol.md §2.5).
 TERMINAL_EVENT_TYPES = frozenset({"session.closed", "session.expired", "session.replaced"})
 
 

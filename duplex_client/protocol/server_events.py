@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import ErrorInfo
 
-#: GA event names and their beta synonyms (protocol.md §5).
+#: GA event names and their beta synonyms (protocol.md §9.1).
 GA_TO_BETA: dict[str, str] = {
     "response.output_audio.delta": "response.audio.delta",
     "response.output_audio.done": "response.audio.done",

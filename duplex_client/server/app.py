@@ -128,7 +128,7 @@ class ReferenceServer:
         return found
 
     def appends(self, session_id: str | None = None) -> list[dict[str, Any]]:
-        """The appends a session accepted, as `input_timeline.json`-shaped rows (§14)."""
+        """The appends a session accepted, as `input_timeline.json`-shaped rows (§10)."""
         return list(self.session(session_id).appends)
 
     def history(self, session_id: str | None = None) -> list[dict[str, Any]]:

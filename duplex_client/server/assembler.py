@@ -1,4 +1,4 @@
-"""Unit assembly: accepted audio, in arrival order, cut into units on the grid (§4.2)."""
+"""Unit assembly: accepted audio, in arrival order, cut into units on the grid (§3.1)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class Unit:
         )
 
     def metadata(self) -> dict[str, object]:
-        """`unit_index`, `unit_kind`, `audio_unit_index` for response metadata (§4.3)."""
+        """`unit_index`, `unit_kind`, `audio_unit_index` for response metadata (§3.1)."""
         return {
             "unit_index": self.unit_index,
             "unit_kind": self.kind.value,

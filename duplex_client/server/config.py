@@ -10,12 +10,21 @@ from duplex_client.server.engine.base import Engine
 from duplex_client.server.engine.script import Script, ScriptedEngine
 from duplex_client.server.faults import Faults
 from duplex_client.server.limits import Limits
-from duplex_client.server.profiles import Profile, get_profile
+from duplex_client.server.profiles import Profile, ProfileUnavailableError, get_profile
+from duplex_client.server.validation import ServerConfigError, check_int
 
 EventNames = Literal["ga", "beta"]
 EngineName = Literal["speech", "scripted"]
 #: What the speech engine imports (the `server` extra).
 SPEECH_MODULES = ("onnxruntime", "pocketsphinx", "espeakng_loader")
+#: Longest first audio unit a server may advertise (`first_unit_ms`).
+MAX_UNIT_MS = 60_000
+#: Longest gap between paced speech chunks, and longest injected delay (ms).
+MAX_DELAY_MS = 600_000
+#: Codes a server may use for an illegal unit kind (protocol.md §3.2, step 6).
+ILLEGAL_UNIT_CODES = ("bad_event", "invalid_video_frames")
+
+__all__ = ["ServerConfig", "ServerConfigError", "default_engine", "speech_available"]
 
 
 def speech_available() -> bool:
@@ -54,24 +63,45 @@ class ServerConfig:
     resumable: bool = True
 
     def __post_init__(self) -> None:
+        """Check every option: `ServerConfigError` (a `ValueError`) names the first bad one."""
+        if not isinstance(self.host, str) or not self.host.strip() or " " in self.host.strip():
+            raise ServerConfigError("host", f"must be a host name or address, got {self.host!r}")
+        check_int("port", self.port, 0, 65535)
         if self.event_names not in ("ga", "beta"):
-            raise ValueError("event_names must be 'ga' or 'beta'")
-        if not 0 <= self.port <= 65535:
-            raise ValueError("port must be within 0..65535")
+            raise ServerConfigError(
+                "event_names", f"must be 'ga' or 'beta', got {self.event_names!r}"
+            )
+        if self.first_unit_ms is not None:
+            check_int("first_unit_ms", self.first_unit_ms, 1, MAX_UNIT_MS, "ms")
+        if self.illegal_unit_code is not None and self.illegal_unit_code not in ILLEGAL_UNIT_CODES:
+            raise ServerConfigError(
+                "illegal_unit_code",
+                f"must be one of {', '.join(ILLEGAL_UNIT_CODES)}, got {self.illegal_unit_code!r}",
+            )
+        check_int("speech_chunk_interval_ms", self.speech_chunk_interval_ms, 0, MAX_DELAY_MS, "ms")
+        if not isinstance(self.limits, Limits):
+            raise ServerConfigError("limits", "must be a Limits")
+        _check_faults(self.faults)
         if self.engine is None:
             engine = "scripted" if self.script is not None else default_engine()
             object.__setattr__(self, "engine", engine)
         if self.engine not in ("speech", "scripted"):
-            raise ValueError("engine must be 'speech' or 'scripted'")
-        if self.engine == "speech" and self.script is not None:
-            raise ValueError("a script drives the scripted engine, not the speech engine")
-        if self.engine == "speech" and not speech_available():
-            raise ValueError(
-                "the speech engine needs the server extra: pip install 'duplex-client[server]'"
+            raise ServerConfigError(
+                "engine", f"must be 'speech' or 'scripted', got {self.engine!r}"
             )
-        if self.speech_chunk_interval_ms < 0:
-            raise ValueError("speech_chunk_interval_ms must be >= 0")
-        self.resolve_profile()  # fail early on an unknown profile
+        if self.engine == "speech" and self.script is not None:
+            raise ServerConfigError("script", "drives the scripted engine, not the speech engine")
+        if self.engine == "speech" and not speech_available():
+            raise ServerConfigError(
+                "engine",
+                "'speech' needs the server extra: pip install 'duplex-client[server]'",
+            )
+        try:
+            profile = self.resolve_profile()
+        except ProfileUnavailableError as exc:
+            raise ServerConfigError("profile", str(exc)) from None
+        if profile.first_unit_ms <= 0 or profile.chunk_period_ms <= 0:  # a custom profile
+            raise ServerConfigError("profile", "unit lengths must be positive")
 
     def resolve_profile(self) -> Profile:
         """The `Profile` these options select."""
@@ -101,3 +131,18 @@ class ServerConfig:
             chunk_interval_ms=self.speech_chunk_interval_ms,
             asr_worker=worker,
         )
+
+
+def _check_faults(faults: Faults) -> None:
+    """Fault values in range (the `--faults` parser clamps; a `Faults` built in code may not)."""
+    if not isinstance(faults, Faults):
+        raise ServerConfigError("faults", "must be a Faults")
+    check_int("faults.unit_latency_ms", faults.unit_latency_ms, 0, MAX_DELAY_MS, "ms")
+    check_int("faults.created_delay_ms", faults.created_delay_ms, 0, MAX_DELAY_MS, "ms")
+    check_int("faults.drop_times", faults.drop_times, 1, 1_000_000)
+    check_int("faults.error_at_unit", faults.error_at_unit, 0, 2**31 - 1)
+    if faults.drop_after_events is not None:
+        check_int("faults.drop_after_events", faults.drop_after_events, 1, 2**31 - 1)
+    for index, ms in faults.slow_units.items():
+        check_int("faults.slow_units", index, 0, 2**31 - 1)
+        check_int("faults.slow_units", ms, 0, MAX_DELAY_MS, "ms")

@@ -10,7 +10,7 @@ from duplex_client.protocol.server_events import GA_TO_BETA
 from duplex_client.server.errors import ENVELOPE_ERROR_CODES
 from duplex_client.server.journal import Journal
 
-#: Events scoped to one attachment: never journaled, never sequenced (protocol.md §9.1).
+#: Events scoped to one attachment: never journaled, never sequenced (protocol.md §6).
 ATTACHMENT_SCOPED: Final = frozenset(
     {
         "session.created",

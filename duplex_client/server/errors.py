@@ -1,4 +1,4 @@
-"""Server-side error events: class per code and the nested `error` envelope (protocol.md §10)."""
+"""Server-side error events: class per code and the nested `error` envelope (protocol.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Validation of `input_audio_buffer.append`: audio, frames and unit-kind legality (§4.4, §4.5)."""
+"""Validation of `input_audio_buffer.append`: audio, frames and unit-kind legality (§3.2)."""
 
 from __future__ import annotations
 

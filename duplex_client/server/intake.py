@@ -110,7 +110,7 @@ def append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
 
 
 def _record(s: DuplexSession, cid: str | None, units: list[Unit], parsed: ParsedAppend) -> None:
-    """Keep the §14-shaped row of an accepted append (for tests and debugging)."""
+    """Keep the §10-shaped row of an accepted append (for tests and debugging)."""
     s.append_count += 1
     last = units[-1] if units else None
     shas = parsed.frames.sha256 if parsed.frames else ()
@@ -132,7 +132,7 @@ def _record(s: DuplexSession, cid: str | None, units: list[Unit], parsed: Parsed
 
 
 def _maybe_barge_in(s: DuplexSession, now: float) -> None:
-    """Under `barge_in_on_speech`, user speech interrupts a playing response (§6.4)."""
+    """Under `barge_in_on_speech`, user speech interrupts a playing response (§4.4)."""
     active = s.conversation.active
     if s.settings.overlap_policy != "barge_in_on_speech" or active is None or not active.audio_ms:
         return

@@ -1,4 +1,4 @@
-"""The per-session replay journal: `server_event_seq` numbering, acks, replay (protocol.md §9.1)."""
+"""The per-session replay journal: `server_event_seq` numbering, acks, replay (protocol.md §6)."""
 
 from __future__ import annotations
 

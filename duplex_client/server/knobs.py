@@ -1,4 +1,4 @@
-"""`extra_body` model knobs: defaults and validation (protocol.md §12.1)."""
+"""`extra_body` model knobs: defaults and validation (protocol.md §2.4)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _pos_int(value: Any, key: str) -> int:
 
 
 def validate_extra_body(raw: Any, base: dict[str, Any]) -> dict[str, Any]:
-    """`base` updated by a client `extra_body`, validated (§12.1); raises `Reject`."""
+    """`base` updated by a client `extra_body`, validated (§2.4); raises `Reject`."""
     if not isinstance(raw, dict):
         raise Reject(ErrorCode.BAD_EVENT, "extra_body must be an object", "extra_body")
     merged = {**base, **raw}

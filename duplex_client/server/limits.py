@@ -1,15 +1,25 @@
-"""Configurable server limits with the defaults of protocol.md §11."""
+"""Configurable server limits with the defaults of protocol.md §8."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from duplex_client.protocol.capabilities import (
     DEFAULT_MAX_FRAME_B64_CHARS,
     DEFAULT_MAX_FRAMES_PER_APPEND,
 )
+from duplex_client.server.validation import check_int, check_positive
 
 MIB = 1024 * 1024
+#: Largest value each limit takes (integers unless the default is a float, in seconds).
+_MAX_BYTES = 1024 * MIB
+_MAX_COUNT = 1_000_000
+_MAX_SECONDS = 86_400.0
+_HIGHEST = {
+    "max_pending_turns": 1000,
+    "max_frames_per_append": 1000,
+    "max_sessions": 10_000,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +44,15 @@ class Limits:
     first_message_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"limit {name} must be a positive number, got {value!r}")
+        """Every limit positive and bounded; raises `ServerConfigError` naming the first bad one."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_s"):
+                check_positive(f.name, value, _MAX_SECONDS, "s")
+            elif "bytes" in f.name or "chars" in f.name:
+                check_int(f.name, value, 1, _MAX_BYTES, "bytes")
+            else:
+                check_int(f.name, value, 1, _HIGHEST.get(f.name, _MAX_COUNT))
 
 
 class InputBudget:

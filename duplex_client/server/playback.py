@@ -1,4 +1,4 @@
-"""Playback acknowledgements and the conversation history they bound (protocol.md §7)."""
+"""Playback acknowledgements and the conversation history they bound (protocol.md §5)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from duplex_client.server.errors import Reject
 
 
 def seal_finished(conv: Conversation) -> None:
-    """A commit was processed: finished responses can no longer be acknowledged (§7)."""
+    """A commit was processed: finished responses can no longer be acknowledged (§5)."""
     for state in conv.responses.values():
         if state.done:
             state.sealed = True
@@ -87,7 +87,7 @@ def totals(conv: Conversation) -> dict[str, int]:
 
 
 def history(conv: Conversation) -> list[dict[str, Any]]:
-    """The conversation as the model would remember it (§7: acks bound assistant audio)."""
+    """The conversation as the model would remember it (§5: acks bound assistant audio)."""
     out: list[dict[str, Any]] = []
     for item_id in conv.order:
         item = conv.items.get(item_id)

@@ -31,7 +31,7 @@ log = logging.getLogger("duplex_client.server")
 #: Rows of accepted appends a session keeps (about an hour of 200 ms appends), oldest dropped.
 MAX_APPEND_ROWS: Final = 20_000
 
-#: Client event aliases servers accept (protocol.md §3.6, §4.4).
+#: Client event aliases servers accept (protocol.md §2.5, §3.3, §4.3).
 ALIASES: Final = {
     "close": "session.close",
     "close_session": "session.close",
@@ -90,7 +90,7 @@ class DuplexSession:
         self.response_create_count = 0
         self.audio_started = False
         self.seen_ids: OrderedDict[str, None] = OrderedDict()
-        #: The latest accepted appends as §14-shaped rows (tests, debugging); bounded.
+        #: The latest accepted appends as §10-shaped rows (tests, debugging); bounded.
         self.appends: deque[dict[str, Any]] = deque(maxlen=MAX_APPEND_ROWS)
         self.append_count = 0
         self.last_input_event_id: str | None = None

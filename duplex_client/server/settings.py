@@ -1,4 +1,4 @@
-"""`session.update` validation and the effective session configuration (protocol.md §3.2, §12.1)."""
+"""`session.update` validation and the effective session configuration (protocol.md §2.1, §2.4)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from duplex_client.server.errors import Reject
 from duplex_client.server.knobs import EXTRA_DEFAULTS, validate_extra_body
 from duplex_client.server.profiles import Profile
 
-#: Input encodings we accept (aliases → canonical) and their bytes per sample (§4.1).
+#: Input encodings we accept (aliases → canonical) and their bytes per sample (§2.1).
 INPUT_FORMATS: Final = {"pcm16": "pcm16", "pcm_s16le": "pcm16", "s16le": "pcm16"} | {
     "pcm_f32le": "pcm_f32le"
 }

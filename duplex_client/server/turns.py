@@ -105,7 +105,7 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
 
 
 def _judged(s: DuplexSession, turn: Turn) -> TurnView:
-    """The turn the engine decides on: a camera-only turn after retained speech joins it (§4.6)."""
+    """The turn the engine decides on: a camera-only turn after retained speech joins it (§3.3)."""
     if turn.units and all(u.kind is UnitKind.VISION for u in turn.units):
         target = next((t for t in reversed(s.pending_turns) if t.speech), None)
         if target is not None:

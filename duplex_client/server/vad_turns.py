@@ -1,4 +1,4 @@
-"""Server-side voice activity for turn-based profiles (JoyAI-style, protocol.md §8).
+"""Server-side voice activity for turn-based profiles (JoyAI-style, protocol.md §9.6).
 
 Every accepted append's audio goes through a Silero VAD. Under `turn_detection: server_vad`
 a detected start emits `input_audio_buffer.speech_started` and interrupts an active response

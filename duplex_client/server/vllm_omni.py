@@ -1,4 +1,8 @@
-"""Launch the real MiniCPM-o deployment: `vllm serve MODEL --omni` with its duplex deploy config."""
+"""Launch the real MiniCPM-o deployment: `vllm serve MODEL --omni` with its duplex deploy config.
+
+The API key reaches vLLM through its environment (`VLLM_API_KEY`), never the command line,
+where `ps` would show it. Readiness is polled with httpx (`GET /health`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -19,6 +23,9 @@ DEFAULT_MODEL: Final = "openbmb/MiniCPM-o-4_5"
 #: vLLM-Omni's single-GPU MiniCPM-o 4.5 deploy config (declares `session_mode: duplex`).
 DEFAULT_DEPLOY_CONFIG: Final = "vllm_omni/deploy/minicpmo_4_5.yaml"
 _STOP_GRACE_S: Final = 15.0
+#: The environment variable vLLM reads its API key from (instead of `--api-key`).
+API_KEY_ENV: Final = "VLLM_API_KEY"
+_HEALTH_REQUEST_S: Final = 5.0
 
 
 class VllmNotFoundError(RuntimeError):
@@ -46,7 +53,10 @@ class VllmOmniLaunch:
     extra_args: tuple[str, ...] = ()
 
     def command(self) -> list[str]:
-        """The argv: `vllm serve MODEL --omni --trust-remote-code --deploy-config C --port P`."""
+        """The argv: `vllm serve MODEL --omni --trust-remote-code --deploy-config C --port P`.
+
+        It never holds the API key: see `environment()`.
+        """
         argv = [self.executable, "serve", self.model, "--omni", "--trust-remote-code"]
         argv += [
             "--deploy-config",
@@ -56,16 +66,18 @@ class VllmOmniLaunch:
             "--port",
             str(self.port),
         ]
-        if self.api_key:
-            argv += ["--api-key", self.api_key]
         return argv + list(self.extra_args)
 
-    def display_command(self) -> str:
-        """The command as a shell line, with the API key masked."""
-        argv = self.command()
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """vLLM's environment: `base` (default `os.environ`) plus `VLLM_API_KEY` when keyed."""
+        env = dict(os.environ if base is None else base)
         if self.api_key:
-            argv[argv.index("--api-key") + 1] = "***"
-        return shlex.join(argv)
+            env[API_KEY_ENV] = self.api_key
+        return env
+
+    def display_command(self) -> str:
+        """The command as a shell line (the API key travels in the environment, not here)."""
+        return shlex.join(self.command())
 
     @property
     def client_host(self) -> str:
@@ -73,14 +85,19 @@ class VllmOmniLaunch:
         return "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
 
     @property
+    def _netloc(self) -> str:
+        host = self.client_host
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
+    @property
     def duplex_url(self) -> str:
         """Where clients connect (`duplex=1`, the model name)."""
-        return f"ws://{self.client_host}:{self.port}/v1/realtime?duplex=1&model={quote(self.model)}"
+        return f"ws://{self._netloc}/v1/realtime?duplex=1&model={quote(self.model)}"
 
     @property
     def health_url(self) -> str:
         """vLLM's health endpoint."""
-        return f"http://{self.client_host}:{self.port}/health"
+        return f"http://{self._netloc}/health"
 
 
 def find_vllm(executable: str = "vllm") -> str:
@@ -124,30 +141,21 @@ def resolve_deploy_config(path: str, executable: str, timeout_s: float = 20.0) -
     return path
 
 
-async def _healthy(host: str, port: int) -> bool:
-    try:
-        reader, writer = await asyncio.open_connection(host, port)
-    except OSError:
-        return False
-    try:
-        writer.write(f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-        await writer.drain()
-        line = await asyncio.wait_for(reader.readline(), 5)
-        return line.split(b" ")[1:2] == [b"200"]
-    except (OSError, TimeoutError, IndexError):
-        return False
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-
-
 async def wait_healthy(
     launch: VllmOmniLaunch, proc: asyncio.subprocess.Process, timeout_s: float, poll_s: float = 1.0
 ) -> None:
-    """Poll `GET /health` until 200; raises `VllmExitedError` or `TimeoutError`."""
-    async with asyncio.timeout(timeout_s):
-        while not await _healthy(launch.client_host, launch.port):
+    """Poll `GET /health` (httpx) until 2xx; raises `VllmExitedError` or `TimeoutError`."""
+    import httpx
+
+    from duplex_client.client.http import probe_health
+
+    headers = {"Authorization": f"Bearer {launch.api_key}"} if launch.api_key else None
+    request_s = min(_HEALTH_REQUEST_S, timeout_s)
+    async with (
+        httpx.AsyncClient(headers=headers, trust_env=False, timeout=request_s) as client,
+        asyncio.timeout(timeout_s),
+    ):
+        while not await probe_health(client, launch.health_url, timeout_s=request_s):
             if proc.returncode is not None:
                 raise VllmExitedError(proc.returncode)
             await asyncio.sleep(poll_s)
@@ -175,6 +183,7 @@ async def run_vllm_omni(
         *launch.command(),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        env=launch.environment(),
         start_new_session=True,
     )
     pump = asyncio.create_task(_pump_log(proc, on_log))

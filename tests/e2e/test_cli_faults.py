@@ -57,7 +57,7 @@ async def run_against(
             "--output-dir",
             str(run),
             "-q",
-            *([] if realtime else ["--no-realtime-pacing"]),
+            *([] if realtime else ["--burst"]),
             *extra,
         )
         rows = server.appends()

@@ -50,7 +50,7 @@ async def test_stream_to_reference_server_bundle_matches_server_view(
             "1",
             "--output-dir",
             str(run),
-            "--no-realtime-pacing",
+            "--burst",
             "--json",
         )
         server_rows = server.appends()
@@ -113,7 +113,8 @@ async def test_stream_with_embedded_default_server(clip: Path, tmp_path: Path) -
     timeline = load(run, "input_timeline.json")
     assert timeline["clock"]["pacing"] == "realtime"
     assert all(r["sent_offset_ms"] >= r["scheduled_offset_ms"] for r in timeline["appends"])
-    assert "run summary" in done.stdout  # not a terminal: summary only, no live panel
+    assert "run summary" in done.stderr  # not a terminal: the summary on stderr, no panel
+    assert done.stdout == ""
 
 
 async def test_clip_without_audio_sends_vision_units(silent_clip: Path, tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ async def test_clip_without_audio_sends_vision_units(silent_clip: Path, tmp_path
             "1",
             "--output-dir",
             str(run),
-            "--no-realtime-pacing",
+            "--burst",
         )
     assert done.returncode == 0, done.stderr
     rows = load(run, "input_timeline.json")["appends"]
@@ -151,7 +152,7 @@ async def test_require_audio_turns_vision_units_into_fallback(
         "--require-audio",
         "--output-dir",
         str(run),
-        "--no-realtime-pacing",
+        "--burst",
     )
     assert done.returncode == 0, done.stderr
     timeline = load(run, "input_timeline.json")
@@ -173,7 +174,7 @@ async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> N
         "1",
         "--output-dir",
         str(run),
-        "--no-realtime-pacing",
+        "--burst",
     )
     assert done.returncode == 0, done.stderr
     timeline = load(run, "input_timeline.json")
@@ -196,7 +197,7 @@ async def test_manual_commit_then_response_create(clip: Path, tmp_path: Path) ->
             "--manual-commit",
             "--output-dir",
             str(run),
-            "--no-realtime-pacing",
+            "--burst",
         )
     assert done.returncode == 0, done.stderr
     session = load(run, "session.json")
@@ -283,7 +284,7 @@ async def test_the_sample_clip_run_prints_a_heard_latency(tmp_path: Path) -> Non
     first = result["metrics"]["first_answer_latency_ms"]
     assert result["timing"] == "realtime" and first["count"] >= 1
     assert 0 < first["p50"] < 3000  # the spoken question is answered within seconds
-    summary = " ".join(done.stdout.split())
+    summary = " ".join(done.stderr.split())  # stdout is not a terminal: stderr
     assert "heard latency" in summary and f"first answer p50 {first['p50']:.1f} ms" in summary
     assert (run / "heard.wav").exists() and (run / "conversation.wav").exists()
     assert not (run / ".sent_input.pcm").exists()

@@ -51,7 +51,7 @@ async def test_stream_clip_rejects_bad_options_before_sending(tmp_path: Path) ->
     try:
         await stream_clip(None, input_video=str(tmp_path / "x.mp4"), chunk_ms=0)
     except UsageError as exc:
-        assert "--chunk-ms" in str(exc)
+        assert str(exc).startswith("chunk_ms must be positive") and exc.param == "chunk_ms"
     else:
         raise AssertionError("expected UsageError")
 

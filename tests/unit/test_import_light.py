@@ -3,7 +3,16 @@
 import subprocess
 import sys
 
-HEAVY = ("av", "cv2", "sounddevice", "onnxruntime", "soundfile", "pocketsphinx", "websockets")
+HEAVY = (
+    "av",
+    "cv2",
+    "sounddevice",
+    "onnxruntime",
+    "soundfile",
+    "pocketsphinx",
+    "websockets",
+    "httpx",
+)
 
 
 def test_import_does_not_pull_heavy_modules() -> None:

@@ -8,6 +8,10 @@ The worker is `python -m duplex_client.server.engine.asr_worker` speaking a smal
 protocol on its stdin/stdout, not a `multiprocessing` child: a spawned child re-imports the
 parent's main script, so a user script without an `if __name__ == "__main__"` guard that
 starts a `ReferenceServer` would run a second time inside the worker.
+
+The parent owns the worker's life: it runs in its own process group, so a Ctrl-C at the
+terminal reaches only the server (which then closes the worker's stdin), and it ignores
+SIGINT sent to it directly. It exits when its input ends.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import atexit
 import logging
 import os
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -99,6 +104,7 @@ class _Child:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
+            process_group=0,  # a terminal's Ctrl-C is for the server, which stops the worker
         )
         self.waiting: deque[Job] = deque()
         self.jobs: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -235,8 +241,14 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         replies.flush()
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Run as the worker process: SIGINT ignored, the protocol on the original stdout."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it by closing stdin
     # The protocol owns the original stdout; anything else printed goes to stderr.
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     serve(sys.stdin.buffer, protocol_out)
+
+
+if __name__ == "__main__":
+    main()

@@ -142,6 +142,6 @@ def test_no_sound_device_names_the_way_out(tmp_path: Path) -> None:
 
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
     done = run_cli("live", "--turn", "telepathy", "--output-dir", str(tmp_path / "run"))
-    assert done.returncode == 2 and "--turn must be one of" in done.stderr
+    assert done.returncode == 2 and "Invalid value for '--turn'" in done.stderr
     done = run_cli("live", "--at", "soon:mute", "--output-dir", str(tmp_path / "run"))
     assert done.returncode == 2 and "MS:ACTION" in done.stderr

@@ -1,9 +1,11 @@
 """The bad-input matrix shared by the CLI (subprocess) and the API (`stream_clip`) tests.
 
 Each case names its input, the one-line message it must produce and the exit code: 2 for
-what is refused before anything is sent (the API raises `UsageError` or `MediaError`), 1 for
-a session that could not run (the API returns a `RunResult` with `exit_code` 1). The README's
-"Bad input and exit codes" table lists the same cases.
+what is refused before anything is sent or written (the API raises `UsageError` or
+`MediaError`), 1 for a session that could not run (the API returns a `RunResult` with
+`exit_code` 1). The CLI's message names flags (`--chunk-ms`), the API's the keyword arguments
+(`chunk_ms`): `api_message` when the two differ. The README's "Bad input and exit codes"
+table lists the same cases.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 import soundfile as sf
 
@@ -34,6 +37,12 @@ class Case:
     message: str
     url: str | None = None  # an endpoint name from `endpoints()`
     extra: dict[str, Any] = field(default_factory=dict)
+    api_message: str | None = None  # what the API says instead of `message` (keywords)
+
+    @property
+    def api_text(self) -> str:
+        """The part of the API's message the case expects."""
+        return self.message if self.api_message is None else self.api_message
 
 
 CASES = [
@@ -56,11 +65,41 @@ CASES = [
          2, "no audio samples"),
     Case("unreadable image", ["--input-image", "{photo}", "--tail-silence-s", "1"],
          {"input_image": "{photo}", "tail_silence_s": 1.0}, 2, "not an image OpenCV can read"),
+    Case("still image as the video", ["--input-video", "{still}"], {"input_video": "{still}"},
+         2, "a still image: use --input-image", api_message="a still image: use input_image"),
+    Case("text file as the reference voice", ["--input-audio", "{wav}", "--ref-audio", "{text}"],
+         {"input_audio": "{wav}", "ref_audio": "{text}"}, 2, "not a WAV audio file"),
     # options
     Case("--chunk-ms 0", ["--input-audio", "{wav}", "--chunk-ms", "0"],
-         {"input_audio": "{wav}", "chunk_ms": 0}, 2, "--chunk-ms must be positive"),
+         {"input_audio": "{wav}", "chunk_ms": 0}, 2, "--chunk-ms must be positive, got 0",
+         api_message="chunk_ms must be positive, got 0"),
+    Case("--chunk-ms above one unit", ["--input-audio", "{wav}", "--chunk-ms", "100000"],
+         {"input_audio": "{wav}", "chunk_ms": 100000}, 2, "--chunk-ms must be at most 1000 ms",
+         api_message="chunk_ms must be at most 1000 ms"),
     Case("negative tail silence", ["--input-audio", "{wav}", "--tail-silence-s", "-1"],
-         {"input_audio": "{wav}", "tail_silence_s": -1.0}, 2, "--tail-silence-s must be >= 0"),
+         {"input_audio": "{wav}", "tail_silence_s": -1.0}, 2, "--tail-silence-s must be >= 0",
+         api_message="tail_silence_s must be >= 0"),
+    Case("infinite tail silence", ["--input-audio", "{wav}", "--tail-silence-s", "inf"],
+         {"input_audio": "{wav}", "tail_silence_s": float("inf")}, 2,
+         "--tail-silence-s must be a finite number, got inf",
+         api_message="tail_silence_s must be a finite number, got inf"),
+    Case("absurd tail silence", ["--input-audio", "{wav}", "--tail-silence-s", "1e12"],
+         {"input_audio": "{wav}", "tail_silence_s": 1e12}, 2,
+         "--tail-silence-s must be at most 3600 s",
+         api_message="tail_silence_s must be at most 3600 s"),
+    Case("NaN video fps", ["--input-video", "{clip}", "--video-fps", "nan"],
+         {"input_video": "{clip}", "video_fps": float("nan")}, 2,
+         "--video-fps must be a finite number", api_message="video_fps must be a finite number"),
+    Case("JPEG quality 0", ["--input-video", "{clip}", "--jpeg-quality", "0"],
+         {"input_video": "{clip}", "jpeg_quality": 0}, 2, "--jpeg-quality must be >= 1",
+         api_message="jpeg_quality must be >= 1"),
+    Case("negative handshake timeout", ["--input-audio", "{wav}", "--handshake-timeout-s", "-1"],
+         {"input_audio": "{wav}", "handshake_timeout_s": -1.0}, 2,
+         "--handshake-timeout-s must be positive",
+         api_message="handshake_timeout_s must be positive"),
+    Case("negative temperature", ["--input-audio", "{wav}", "--temperature", "-1"],
+         {"input_audio": "{wav}", "temperature": -1.0}, 2, "--temperature must be >= 0",
+         api_message="temperature must be >= 0"),
     Case("output directory not writable", ["--input-audio", "{wav}", "--output-dir", "{blocked}"],
          {"input_audio": "{wav}", "output_dir": "{blocked}"}, 2, "cannot write"),
     Case("nothing to stream", [], {}, 2, "nothing to stream"),
@@ -72,9 +111,16 @@ CASES = [
     Case("annotations out of range", ["--input-audio", "{wav}", "--annotations", "{late}"],
          {"input_audio": "{wav}", "annotations": "{late}"}, 2, "after the media ends"),
     Case("annotations without real-time pacing",
-         ["--input-audio", "{wav}", "--annotations", "{speech}", "--no-realtime-pacing"],
+         ["--input-audio", "{wav}", "--annotations", "{speech}", "--burst"],
          {"input_audio": "{wav}", "annotations": "{speech}", "realtime": False}, 2,
-         "--annotations needs real-time pacing"),
+         "--annotations needs real-time pacing", api_message="annotations needs real-time pacing"),
+    # URLs: refused before anything is written
+    Case("ftp:// URL", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
+         "ftp://127.0.0.1:21/x: unsupported URL scheme 'ftp'", url="ftp"),
+    Case("port out of range", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
+         "http://127.0.0.1:99999: port out of range", url="port"),
+    Case("not a URL", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
+         "not a url: not a URL", url="not_url"),
     # the server side
     Case("URL refusing connections", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
          "connection refused", url="refused"),
@@ -88,6 +134,9 @@ CASES = [
     Case("no session.created", ["--input-audio", "{wav}", "--handshake-timeout-s", "1"],
          {"input_audio": "{wav}", "handshake_timeout_s": 1.0}, 1,
          "no session.created within 1 s", url="silent"),
+    Case("host that accepts but never answers", ["--input-audio", "{wav}",
+         "--handshake-timeout-s", "1"], {"input_audio": "{wav}", "handshake_timeout_s": 1.0}, 1,
+         "timed out opening the connection (no answer within 1 s)", url="mute"),
 ]  # fmt: skip
 
 
@@ -107,7 +156,11 @@ def make_inputs(tmp: Path, clip: Path) -> dict[str, str]:
     (tmp / "blocked").write_text("a file, not a directory")
     (tmp / "late.json").write_text('[{"start_ms": 5000, "end_ms": 6000}]')
     (tmp / "speech.json").write_text('[{"start_ms": 100, "end_ms": 800}]')
+    still = tmp / "photo.jpg"
+    cv2.imwrite(str(still), np.full((48, 64, 3), 128, np.uint8))
     return {
+        "clip": str(clip),
+        "still": str(still),
         "late": str(tmp / "late.json"),
         "speech": str(tmp / "speech.json"),
         "missing": str(tmp / "missing.mp4"),
@@ -136,7 +189,8 @@ def fill(value: Any, names: dict[str, str]) -> Any:
 
 @contextlib.asynccontextmanager
 async def endpoints() -> AsyncIterator[dict[str, str]]:
-    """URLs that misbehave: refused, plain HTTP, TLS to plain ws, a key, a silent server."""
+    """URLs that misbehave: refused, plain HTTP, TLS to plain ws, a key, a silent server, a
+    host that accepts TCP and never answers, and URLs refused before connecting."""
 
     async def http_page(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError):
@@ -145,7 +199,14 @@ async def endpoints() -> AsyncIterator[dict[str, str]]:
             await writer.drain()
         writer.close()
 
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while await reader.read(4096):
+                pass  # accepts, reads, never answers
+        writer.close()
+
     http = await asyncio.start_server(http_page, "127.0.0.1", 0)
+    muted = await asyncio.start_server(mute, "127.0.0.1", 0)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         refused_port = probe.getsockname()[1]
@@ -161,6 +222,11 @@ async def endpoints() -> AsyncIterator[dict[str, str]]:
                 "tls": plain.url.replace("ws://", "wss://"),
                 "keyed": keyed.url,
                 "silent": silent.url,
+                "mute": f"ws://127.0.0.1:{muted.sockets[0].getsockname()[1]}",
+                "ftp": "ftp://127.0.0.1:21/x",
+                "port": "http://127.0.0.1:99999",
+                "not_url": "not a url",
             }
         finally:
             http.close()
+            muted.close()

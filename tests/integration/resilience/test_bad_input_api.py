@@ -35,8 +35,9 @@ async def test_bad_input(case: Case, tmp_path: Path, urls: dict[str, str]) -> No
     if case.exit_code == 2:
         with pytest.raises(DuplexClientError) as caught:  # UsageError or MediaError
             await stream_clip(url, **options)
-        assert case.message in str(caught.value) and "\n" not in str(caught.value)
+        assert case.api_text in str(caught.value) and "\n" not in str(caught.value)
+        assert not options["output_dir"].exists()  # a usage error writes nothing
         return
     result = await stream_clip(url, **options)
     assert result.ok is False and result.exit_code == case.exit_code
-    assert result.error is not None and case.message in result.error
+    assert result.error is not None and case.api_text in result.error

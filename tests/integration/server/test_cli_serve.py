@@ -91,7 +91,7 @@ def test_serve_rejects_bad_options() -> None:
             [CLI, "serve", *args], capture_output=True, text=True, timeout=TIMEOUT
         )
         assert result.returncode == 2, result
-        assert "error:" in result.stderr
+        assert "error:" in result.stderr or "Invalid value for '--" in result.stderr  # choices
 
 
 def test_vllm_dry_run_prints_the_command() -> None:
@@ -216,3 +216,41 @@ def test_asr_inline_turns_the_recognition_worker_off() -> None:
     }
     assert _reference_config(**opts, asr_inline=False).asr_worker is True  # the default
     assert _reference_config(**opts, asr_inline=True).asr_worker is False
+
+
+def test_ctrl_c_after_a_speech_session_prints_no_traceback() -> None:
+    """Ctrl-C signals the whole foreground group; the recognition worker must stay quiet."""
+    from tests.integration.server.speech import CHUNK, needs_speech, spoken
+    from tests.integration.server.wire import append
+
+    if needs_speech.args[0]:
+        pytest.skip("needs the server extra")
+    proc = subprocess.Popen(
+        [CLI, "serve", "--port", "0", "--engine", "speech"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    try:
+        line = _read_until(proc, "ws://")
+        url = line.split()[line.split().index("on") + 1]
+        pcm = spoken("what color do you see")
+        with connect(url + "?autostart=0", proxy=None) as ws:
+            update = {"model": "m", "ref_audio": "data:audio/wav;base64,UklGRg=="}
+            ws.send(orjson.dumps({"type": "session.update", "session": update}).decode())
+            assert orjson.loads(ws.recv(timeout=TIMEOUT))["type"] == "session.created"
+            for i in range(0, len(pcm), CHUNK):
+                ws.send(orjson.dumps(append(pcm[i : i + CHUNK], event_id=f"a{i}")).decode())
+            ws.send('{"type": "input_audio_buffer.commit", "event_id": "c1"}')
+            transcript = ""
+            while not transcript:
+                event = orjson.loads(ws.recv(timeout=TIMEOUT))
+                if event["type"] == "response.output_audio_transcript.done":
+                    transcript = event["transcript"]
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
+        out, err = proc.communicate(timeout=TIMEOUT)
+    assert "You said" in transcript
+    assert proc.returncode == 0 and "stopped" in out
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from duplex_client.client.queues import Broadcaster, DropOldestQueue
 
 
@@ -50,3 +52,46 @@ async def test_closed_subscription_is_removed() -> None:
     sub.close()
     b.publish(1)
     assert len(sub) == 0
+
+
+async def test_two_consumers_waiting_at_once_are_both_served() -> None:
+    """A second waiter used to replace the first, which then waited forever."""
+    q: DropOldestQueue[int] = DropOldestQueue()
+    first, second = asyncio.create_task(q.get()), asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.put(1)
+    q.put(2)
+    got = await asyncio.wait_for(asyncio.gather(first, second), 1)
+    assert sorted(got) == [1, 2]
+    waiting = [asyncio.create_task(q.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    q.close()
+    ended = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 1)
+    assert all(isinstance(e, StopAsyncIteration) for e in ended)
+
+
+async def test_until_ends_when_idle_and_leaves_the_rest_queued() -> None:
+    q: DropOldestQueue[int] = DropOldestQueue()
+    q.put(1)
+    q.put(2)
+    started = asyncio.get_running_loop().time()
+    assert [i async for i in q.until(idle_s=0.05)] == [1, 2]
+    assert asyncio.get_running_loop().time() - started < 1
+    stop = asyncio.Event()
+    got: list[int] = []
+
+    async def consume() -> None:
+        async for item in q.until(stop.wait()):
+            got.append(item)
+
+    task = asyncio.create_task(consume())
+    q.put(3)
+    await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(task, 1)
+    q.put(4)  # after the end: stays for the next consumer
+    assert got == [3] and await q.get() == 4
+    q.close()
+    assert [i async for i in q.until(asyncio.sleep(10))] == []  # ends with the queue
+    with pytest.raises(ValueError):
+        await anext(aiter(q.until(idle_s=0)))

@@ -1,4 +1,4 @@
-"""Response demultiplexing rules (protocol.md §6.3, §6.4), without any I/O."""
+"""Response demultiplexing rules (protocol.md §4.2, §4.4), without any I/O."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ def test_close_finishes_open_handles() -> None:
 
 
 def test_a_commit_seals_the_responses_finished_before_it() -> None:
-    """§7: an ack for a response that finished before a later commit was processed is late."""
+    """§5: an ack for a response that finished before a later commit was processed is late."""
     h = Harness()
 
     def done(rid: str) -> Any:

@@ -1,12 +1,16 @@
-"""URL rules (protocol.md §2.1), session object, presets and redaction."""
+"""URL rules (protocol.md §1), session object, presets and redaction."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from duplex_client import presets
 from duplex_client.client import SessionConfig, build_url, redact, ref_audio_data_url
-from duplex_client.client.transport import redact_url
+from duplex_client.client.session import DuplexClient
+from duplex_client.client.transport import check_url, redact_url
+from duplex_client.usage import UsageError
+from duplex_client.wavfile import write_wav
 
 
 @pytest.mark.parametrize(
@@ -33,6 +37,41 @@ def test_build_url_rejects_bad_scheme_or_missing_host(url: str) -> None:
         build_url(url, "m")
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://h/x", "ftp://h/x: unsupported URL scheme 'ftp' (use ws, wss, http, https)"),
+        ("http://127.0.0.1:99999", "http://127.0.0.1:99999: port out of range (1-65535)"),
+        ("ws://h:0", "ws://h:0: port out of range (1-65535)"),
+        ("ws://h:abc", "ws://h:abc: port is not a number"),
+        ("not a url", "not a url: not a URL (bad host 'not a url')"),
+        ("", "'': not a URL (give ws://host:port or http://host:port)"),
+        ("http://", "http://: URL has no host"),
+        ("wss://user:pw@h:99999/x?api_key=k", "wss://h:99999/x: port out of range (1-65535)"),
+    ],
+)
+def test_bad_urls_are_usage_errors_naming_the_url(url: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        check_url(url)
+    assert str(caught.value) == message and caught.value.param == "url"
+    assert "pw" not in str(caught.value) and "api_key" not in str(caught.value)
+    with pytest.raises(UsageError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        DuplexClient(url)  # refused at once, before any connection
+
+
+def test_urls_that_are_fine() -> None:
+    for url in ("ws://[::1]:8000", "localhost", "h_1.example.com:443/x", "https://10.0.0.1"):
+        check_url(url)
+
+
+def test_no_model_names_none() -> None:
+    assert build_url("ws://h", None) == "ws://h/v1/realtime?duplex=1&autostart=0"
+    assert "model" not in SessionConfig().to_session(None)
+    assert DuplexClient("ws://h", model=None).url == "ws://h/v1/realtime?duplex=1&autostart=0"
+    assert presets.preset_model("minicpmo") == "openbmb/MiniCPM-o-4_5"
+    assert presets.preset_model("joyai") is None and presets.preset_model("aura") is None
+
+
 def test_redact_url_drops_credentials() -> None:
     assert redact_url("ws://user:pw@h:1/x?q=1") == "ws://h:1/x?q=1"
     assert redact_url("wss://h/v1/realtime?api_key=k&model=m") == "wss://h/v1/realtime?model=m"
@@ -51,7 +90,7 @@ def test_session_object_fields() -> None:
 
 def test_minicpmo_preset_and_overrides_merge_extra_body(tmp_path) -> None:  # type: ignore[no-untyped-def]
     wav = tmp_path / "v.wav"
-    wav.write_bytes(b"RIFF....WAVEfmt ")
+    write_wav(wav, np.zeros(160, np.int16), 16000)
     cfg = presets.minicpmo_4_5(
         ref_audio=wav, temperature=0.0, extra_body={"sliding_window_mode": "basic"}
     )
@@ -85,6 +124,28 @@ def test_ref_audio_errors_are_one_line() -> None:
     with pytest.raises(ValueError, match=r"missing\.wav: cannot read reference audio"):
         ref_audio_data_url("missing.wav")
     assert ref_audio_data_url("data:audio/wav;base64,AAA") == "data:audio/wav;base64,AAA"
+
+
+def test_ref_audio_is_decoded_before_it_is_sent(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = tmp_path / "voice.wav"
+    text.write_text("the secret voice, as text")
+    with pytest.raises(ValueError) as caught:
+        ref_audio_data_url(text)
+    assert str(caught.value) == f"{text}: not a WAV audio file (cannot decode it as audio)"
+    with pytest.raises(ValueError, match=r"^reference audio bytes: not a WAV audio file"):
+        ref_audio_data_url(b"RIFF....WAVEfmt ")
+    with pytest.raises(ValueError, match="must be a WAV file"):
+        presets.minicpmo_4_5(ref_audio=_flac_bytes())
+
+
+def _flac_bytes() -> bytes:
+    import io
+
+    import soundfile as sf
+
+    out = io.BytesIO()
+    sf.write(out, np.zeros(160, np.float32), 16000, format="FLAC")
+    return out.getvalue()
 
 
 def test_redact_removes_secrets_deeply() -> None:

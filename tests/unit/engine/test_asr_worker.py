@@ -155,3 +155,47 @@ def test_pending_decisions_equal_inline_ones_and_keep_input_order() -> None:
     spoken = [d for d in inline if d.startswith("Speak")]
     assert spoken[0].startswith("Speak:You said: ") and "color" in spoken[0]
     assert [d.split(".")[0] for d in spoken[1:]] == ["Speak:I see red", "Speak:I see blue"]
+
+
+def _worker_command() -> list[str]:
+    return [sys.executable, "-m", "duplex_client.server.engine.asr_worker"]
+
+
+def test_the_worker_ignores_sigint_and_keeps_answering() -> None:
+    """A terminal's Ctrl-C must not print a KeyboardInterrupt traceback from the worker."""
+    from duplex_client.server.engine.asr_worker import decode_reply, encode_request
+
+    samples = to_float(speech_pcm16("what color do you see", 16000), "pcm16")
+    proc = subprocess.Popen(
+        _worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(encode_request([samples]))
+        proc.stdin.flush()
+        first, pid = decode_reply(proc.stdout)  # loaded and idle in `stream.read`
+        proc.send_signal(signal.SIGINT)
+        proc.stdin.write(encode_request([samples]))
+        proc.stdin.flush()
+        second, _ = decode_reply(proc.stdout)
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read().decode()
+    assert pid == proc.pid and first == second and "color" in first[0]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_the_worker_runs_in_its_own_process_group() -> None:
+    """Ctrl-C signals the terminal's foreground group: the server, not its worker."""
+    worker = AsrWorker()
+    try:
+        worker.start()
+        child = worker._child
+        assert child is not None
+        assert os.getpgid(child.proc.pid) == child.proc.pid != os.getpgid(0)
+    finally:
+        worker.close()

@@ -177,6 +177,7 @@ class FakeSoundDevice:
         pace: float | None = 1.0,
         output_latency_s: float = 0.0,
         devices: bool = True,
+        speaker: bool = True,
     ) -> None:
         if wav is not None:
             self.input_frames, rate = read_wav(wav)
@@ -188,6 +189,7 @@ class FakeSoundDevice:
         self.pace = pace
         self.output_latency_s = output_latency_s
         self.devices = devices
+        self.speaker = speaker  # False: a machine with a microphone and no output device
         self.inputs: list[FakeInputStream] = []
         self.outputs: list[FakeOutputStream] = []
 
@@ -199,7 +201,7 @@ class FakeSoundDevice:
              "max_output_channels": 0, "default_samplerate": float(self.input_rate)},
             {"name": "Fake Speaker", "index": 1, "hostapi": 0, "max_input_channels": 0,
              "max_output_channels": 2, "default_samplerate": 48000.0},
-        ]  # fmt: skip
+        ][: 2 if self.speaker else 1]  # fmt: skip
 
     def query_hostapis(self) -> list[dict[str, Any]]:
         return [{"name": "Fake API"}]

@@ -1,0 +1,173 @@
+"""Options shared by `stream`, `live` (and `eval`): defined once, as `Annotated` aliases.
+
+Choices are `StrEnum`s so `--help` shows `[a|b|c]` and a bad value is typer's usage error
+(exit 2). Help panels group a command's options: Input, Server, Session, Output, Advanced.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+INPUT, SERVER, SESSION, OUTPUT, ADVANCED = "Input", "Server", "Session", "Output", "Advanced"
+DEFAULT_MODEL = "openbmb/MiniCPM-o-4_5"
+
+
+def choices(enum: type[StrEnum]) -> str:
+    """The `[a|b|c]` metavar of a choice option."""
+    return "[" + "|".join(member.value for member in enum) + "]"
+
+
+class Preset(StrEnum):
+    """Session presets of a file run (`stream`)."""
+
+    minicpmo = "minicpmo"
+    joyai = "joyai"
+    aura = "aura"
+    none = "none"
+
+
+class LivePreset(StrEnum):
+    """Session presets of `live` (auto: from the server's capabilities)."""
+
+    auto = "auto"
+    minicpmo = "minicpmo"
+    joyai = "joyai"
+    aura = "aura"
+    none = "none"
+
+
+class Soundtrack(StrEnum):
+    """What to do when a clip's soundtrack and video differ in length."""
+
+    trim = "trim"
+    pad = "pad"
+    full = "full"
+
+
+class SlidingWindow(StrEnum):
+    """Server-side sliding window modes."""
+
+    off = "off"
+    basic = "basic"
+    context = "context"
+
+
+class Turn(StrEnum):
+    """Who ends a user turn in `live`."""
+
+    model = "model"
+    vad = "vad"
+    ptt = "ptt"
+
+
+class PttMode(StrEnum):
+    """How the push-to-talk key works."""
+
+    toggle = "toggle"
+    hold = "hold"
+
+
+def _opt(*names: str, panel: str, metavar: str | None = None, **kw: Any) -> Any:
+    """A typer option in a help panel (bool flags pass `metavar=""`: no `<bool>`)."""
+    return typer.Option(*names, rich_help_panel=panel, metavar=metavar, **kw)
+
+
+# Server
+UrlOpt = Annotated[
+    str | None,
+    _opt(
+        panel=SERVER,
+        metavar="URL",
+        help="Server URL (ws/wss/http/https). Default: an embedded reference server.",
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    _opt(
+        panel=SERVER,
+        metavar="NAME",
+        help="Model name sent to the server. Default: the one model the server lists "
+        "(/v1/models), else the preset's (minicpmo: openbmb/MiniCPM-o-4_5; joyai, aura: none).",
+    ),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    _opt(
+        panel=SERVER,
+        metavar="KEY",
+        envvar="DUPLEX_API_KEY",
+        show_envvar=False,
+        help="Bearer key (or env DUPLEX_API_KEY).",
+    ),
+]
+RequireAudioOpt = Annotated[
+    bool,
+    _opt(
+        "--require-audio",
+        panel=SERVER,
+        metavar="",
+        help="Embedded server: require audio in every unit (fallback units).",
+    ),
+]
+
+# Session
+RefAudioOpt = Annotated[
+    str | None,
+    _opt(panel=SESSION, metavar="PATH", help="Reference voice WAV (MiniCPM-o on a real server)."),
+]
+InstructionsOpt = Annotated[str | None, _opt(panel=SESSION, metavar="TEXT", help="System prompt.")]
+TemperatureOpt = Annotated[
+    float | None,
+    _opt(panel=SESSION, metavar="T", help="Sampling temperature (0 = deterministic)."),
+]
+
+# Input
+FrameMaxSideOpt = Annotated[
+    int, _opt(panel=INPUT, metavar="PX", help="Downscale frames to this longest side (0: keep).")
+]
+JpegQualityOpt = Annotated[int, _opt(panel=INPUT, metavar="N", help="JPEG quality 1..100.")]
+
+# Advanced
+ChunkMsOpt = Annotated[int, _opt(panel=ADVANCED, metavar="MS", help="Audio per append in ms.")]
+ReconnectOpt = Annotated[
+    bool,
+    _opt(
+        "--reconnect/--no-reconnect",
+        panel=ADVANCED,
+        metavar="",
+        help="Reconnect and resume after a dropped connection.",
+    ),
+]
+
+# Output
+OutputDirOpt = Annotated[
+    Path | None,
+    _opt(panel=OUTPUT, metavar="PATH", help="Run bundle directory (default ./runs/<time>)."),
+]
+JsonOpt = Annotated[
+    bool, _opt("--json", panel=OUTPUT, metavar="", help="Print the result as JSON on stdout.")
+]
+QuietOpt = Annotated[
+    bool,
+    _opt(
+        "-q",
+        "--quiet",
+        panel=OUTPUT,
+        metavar="",
+        help="No display and no summary (warnings still print).",
+    ),
+]
+VerboseOpt = Annotated[
+    bool,
+    _opt(
+        "-v",
+        "--verbose",
+        panel=OUTPUT,
+        metavar="",
+        help="Log protocol activity (connection, handshake, commits, responses) and tracebacks.",
+    ),
+]

@@ -1,0 +1,168 @@
+"""What every run command shares: logging, stop signals, and errors classified, not guessed.
+
+- `-v` shows the SDK's INFO logs (and the CLI's protocol lines) on stderr, plus tracebacks;
+  `-q` shows only errors. Lines are plain `LEVEL name: message`, on a terminal or not.
+- SIGTERM and SIGHUP stop a run the way Ctrl-C does (the bundle is finished), with status
+  `terminated` / `hangup` and exit 143 / 129.
+- Usage errors are their own types (exit 2); anything else is a bug or an environment
+  failure: one line, "run with -v for the traceback", exit 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import signal
+import sys
+import traceback
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from duplex_client.live.devices import DeviceError
+from duplex_client.live.options import LiveUsageError
+from duplex_client.live.progress import LiveProgress
+from duplex_client.media.errors import MediaError
+from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.results import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, RunProgress
+from duplex_client.run_options import UsageError
+
+#: Exceptions that mean "bad options or input": one line, exit 2, nothing sent.
+USAGE_ERRORS: tuple[type[BaseException], ...] = (
+    UsageError,
+    LiveUsageError,
+    MediaError,
+    DeviceError,
+    DuplexClientError,
+)
+#: Signals that finish the bundle and exit 128 + signal number, with the run's stop reason.
+STOP_SIGNALS: dict[signal.Signals, str] = {
+    signal.SIGTERM: "terminated",
+    signal.SIGHUP: "hangup",
+}
+#: Python keyword → CLI flag, where the flag is not `--` + the keyword with dashes.
+FLAG_NAMES: dict[str, str] = {
+    "realtime": "--realtime/--burst",
+    "reconnect": "--reconnect/--no-reconnect",
+    "start_muted": "--muted",
+    "actions": "--at",
+    "window_knobs": "--basic-window-*/--context-*",
+    "no_playback": "--no-playback",
+    "playback": "--playback/--no-playback",
+}
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+log = logging.getLogger("duplex_cli")
+
+
+def stderr_console() -> Console:
+    """The console for one-line notes and errors (stderr, no highlighting, no wrapping)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def setup_logging(*, verbose: bool, quiet: bool) -> None:
+    """Plain log lines on stderr: INFO with `-v`, errors only with `-q`, warnings otherwise."""
+    level = logging.INFO if verbose else (logging.ERROR if quiet else logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    for name in ("duplex_client", "duplex_cli"):
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+
+
+def flag_for(param: str) -> str:
+    """The CLI flag of an SDK keyword argument (`chunk_ms` → `--chunk-ms`)."""
+    return FLAG_NAMES.get(param, "--" + param.replace("_", "-"))
+
+
+def usage_message(exc: BaseException) -> str:
+    """A usage error's message naming CLI flags instead of the SDK's keyword arguments."""
+    render = getattr(exc, "render", None)
+    if callable(render):  # the SDK's UsageError knows which keywords its message names
+        return str(render(flag_for))
+    message = str(exc)
+    param = getattr(exc, "param", None)
+    if not isinstance(param, str) or not param:
+        return message
+    flag = flag_for(param)
+    if flag in message:
+        return message
+    named, count = re.subn(rf"(?<![\w/.-]){re.escape(param)}(?![\w/-])", flag, message, count=1)
+    return named if count else f"{flag}: {message}"
+
+
+class Stopped(Exception):
+    """The run was stopped by SIGTERM or SIGHUP (the bundle is finished)."""
+
+    def __init__(self, signum: int, reason: str) -> None:
+        super().__init__(reason)
+        self.signum, self.reason = signum, reason
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number (143 for SIGTERM, 129 for SIGHUP)."""
+        return 128 + self.signum
+
+
+class StopSignals:
+    """Inside a running loop: SIGTERM/SIGHUP note the reason and cancel the current task.
+
+    The reason goes to `progress.stop_reason`, so the SDK records the run's status as
+    `terminated` / `hangup` instead of `interrupted`.
+    """
+
+    def __init__(self, progress: RunProgress | LiveProgress) -> None:
+        self.progress = progress
+        self.received: Stopped | None = None
+        self._task = asyncio.current_task()
+        self._installed: list[signal.Signals] = []
+
+    def __enter__(self) -> StopSignals:
+        loop = asyncio.get_running_loop()
+        for sig, reason in STOP_SIGNALS.items():
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._stop, sig, reason)
+                self._installed.append(sig)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._installed:
+            loop.remove_signal_handler(sig)
+
+    def _stop(self, sig: signal.Signals, reason: str) -> None:
+        log.info("%s received: stopping the run", sig.name)
+        if self.received is not None:
+            return
+        self.received = Stopped(sig.value, reason)
+        self.progress.stop_reason = reason
+        if self._task is not None:
+            self._task.cancel()
+
+
+def note(err: Console, label: str, style: str, message: str) -> None:
+    """One `label: message` line on stderr; the message is never read as markup."""
+    err.print(Text.assemble((label, style), f": {message}"))
+
+
+def fail(exc: BaseException, *, verbose: bool, err: Console) -> typer.Exit:
+    """Report an exception that escaped a command: classified, one line, the exit code."""
+    if isinstance(exc, KeyboardInterrupt):
+        note(err, "interrupted", "yellow", "the bundle keeps everything received so far")
+        return typer.Exit(EXIT_INTERRUPTED)
+    if isinstance(exc, Stopped):
+        note(err, exc.reason, "yellow", "the bundle keeps everything received so far")
+        return typer.Exit(exc.exit_code)
+    if isinstance(exc, USAGE_ERRORS):
+        note(err, "error", "red", usage_message(exc))
+        return typer.Exit(EXIT_USAGE)
+    if verbose:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+    hint = "" if verbose else " (run with -v for the traceback)"
+    note(err, "error", "red", f"{type(exc).__name__}: {exc}{hint}")
+    return typer.Exit(EXIT_FAILED)
