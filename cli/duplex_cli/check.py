@@ -17,6 +17,8 @@ import orjson
 import typer
 from rich.console import Console
 
+from duplex_cli.options import QuietOpt, VerboseOpt
+from duplex_cli.running import setup_logging
 from duplex_client.client.http import (
     DEFAULT_MODEL,
     AmbiguousModelError,
@@ -321,8 +323,11 @@ def check_command(
     json_output: Annotated[
         bool, Opt("--json", metavar="", help="Print the report as JSON.")
     ] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Check a server before a long run: /health, models, handshake, round trip, event names."""
+    setup_logging(verbose=verbose, quiet=quiet)
     errors = Console(stderr=True, highlight=False)
     if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
         raise _usage(errors, f"--timeout-s must be above 0 and at most {MAX_TIMEOUT_S:g} seconds")
@@ -345,7 +350,7 @@ def check_command(
         sys.stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
         sys.stdout.write("\n")
         sys.stdout.flush()
-    else:
+    elif not quiet:
         from duplex_cli.check_table import render
 
         render(report, Console(highlight=False))

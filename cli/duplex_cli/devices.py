@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from duplex_cli.options import QuietOpt, VerboseOpt
+from duplex_cli.running import setup_logging
 from duplex_client.live.devices import (
     DEFAULT_CAMERA_PROBES,
     NO_DEVICE_HINT,
@@ -28,8 +30,11 @@ def devices_command(
         int, Opt(help="Camera indexes to probe (0..N-1); 0 skips cameras.")
     ] = DEFAULT_CAMERA_PROBES,
     json_output: Annotated[bool, Opt("--json", help="Print the lists as JSON.")] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """List microphones, speakers and cameras (use the index with --mic/--speaker/--camera)."""
+    setup_logging(verbose=verbose, quiet=quiet)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     audio_error: str | None = None
     audio: list[dict[str, Any]] = []
@@ -41,7 +46,7 @@ def devices_command(
     if json_output:
         doc = {"audio": audio, "audio_error": audio_error, "cameras": found}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
+    elif not quiet:
         _print(Console(highlight=False), audio, found, cameras)
     if audio_error:
         err.print(f"[red]audio[/]: {audio_error}")

@@ -88,6 +88,8 @@ def safe_url(url: str | None) -> str | None:
         return url
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     kept = [

@@ -142,3 +142,10 @@ def test_a_usage_error_names_the_flag(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "--chunk-ms" in done.stderr and "chunk_ms" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["stream", "live", "serve", "check", "devices"])
+def test_every_subcommand_takes_verbose_and_quiet(command: str) -> None:
+    done = _cli(command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert all(flag in done.stdout for flag in ("-v", "--verbose", "-q", "--quiet"))

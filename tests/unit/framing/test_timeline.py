@@ -298,3 +298,8 @@ def test_invariant_checker_catches_broken_documents() -> None:
     for needle in ("frames on an append", "unit_index 3", "sent_offset_ms decreases",
                    "audio_end_ms", "totals.appends"):  # fmt: skip
         assert needle in problems
+
+
+def test_safe_url_keeps_ipv6_brackets() -> None:
+    assert safe_url("ws://user:pw@[::1]:8000/v1/realtime?key=s") == "ws://[::1]:8000/v1/realtime"
+    assert safe_url("http://[fe80::1]/x") == "http://[fe80::1]/x"
