@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -159,14 +160,20 @@ async def _with_listed_model(url: str, options: RunOptions, progress: RunProgres
     """Without `model`, the one model the server lists (said as a note), else the preset's."""
     if options.model is not None:
         return options
-    from duplex_client.client.http import resolve_model_async
+    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, resolve_model_async
     from duplex_client.presets import preset_model
 
     choice = await resolve_model_async(
-        url, None, api_key=options.api_key, default=preset_model(options.preset)
+        url,
+        None,
+        api_key=options.api_key,
+        default=preset_model(options.preset),
+        timeout_s=min(DEFAULT_HTTP_TIMEOUT_S, options.handshake_timeout_s / 2),
     )
-    if choice.note:
+    if choice.source == "listed" and choice.note:
         progress.warn(choice.note)
+    elif choice.note:  # the listing failed: connecting will say what is wrong
+        logging.getLogger(__name__).info(choice.note)
     return dataclasses.replace(options, model=choice.model)
 
 

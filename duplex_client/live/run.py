@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import statistics
 import time
 from collections.abc import AsyncIterator, Callable
@@ -216,13 +217,19 @@ async def _with_model(url: str, options: LiveOptions, progress: LiveProgress) ->
     """Without `model`, the one model the server lists (said as a note), else the preset's."""
     if options.model is not None:
         return options
-    from duplex_client.client.http import resolve_model_async
+    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, resolve_model_async
 
     choice = await resolve_model_async(
-        url, None, api_key=options.api_key, default=preset_model(options.preset_name())
+        url,
+        None,
+        api_key=options.api_key,
+        default=preset_model(options.preset_name()),
+        timeout_s=DEFAULT_HTTP_TIMEOUT_S,
     )
-    if choice.note:
+    if choice.source == "listed" and choice.note:
         progress.warn(choice.note)
+    elif choice.note:  # the listing failed: connecting will say what is wrong
+        logging.getLogger(__name__).info(choice.note)
     return dataclasses.replace(options, model=choice.model)
 
 
