@@ -288,3 +288,23 @@ async def test_the_sample_clip_run_prints_a_heard_latency(tmp_path: Path) -> Non
     assert "heard latency" in summary and f"first answer p50 {first['p50']:.1f} ms" in summary
     assert (run / "heard.wav").exists() and (run / "conversation.wav").exists()
     assert not (run / ".sent_input.pcm").exists()
+
+
+async def test_a_truncated_faststart_clip_is_one_warning_line(tmp_path: Path) -> None:
+    """The CLI shows a media warning as one `warning:` line, no Python warning display."""
+    from tests.support.media_files import write_clip
+
+    whole = write_clip(tmp_path / "fast.mp4", video_seconds=3.0, audio_seconds=3.0, faststart=True)
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
+        done = await run_cli(
+            "--url", server.url, "--input-video", str(cut), "--burst", "-q",
+            "--output-dir", str(tmp_path / "run"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines and all(line.startswith(f"warning: {cut}: ") for line in lines)
+    assert any(line.startswith(f"warning: {cut}: truncated: audio ends at") for line in lines)
+    assert len(set(lines)) == len(lines)  # each said once
+    assert "MediaWarning" not in done.stderr and ".py:" not in done.stderr
