@@ -254,6 +254,7 @@ class InputMethods:
         self, event_id: str, timeout: float | None = None
     ) -> se.InputAudioBufferCommitted:
         """Wait for the acknowledgement of a commit; an error echoing its id raises."""
-        result = await asyncio.wait_for(self._outcomes.future(event_id), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
+            result = await self._outcomes.future(event_id)
         assert isinstance(result, se.InputAudioBufferCommitted)
         return result

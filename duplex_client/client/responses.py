@@ -88,7 +88,8 @@ class ResponseHandle:
 
     async def wait(self, timeout: float | None = None) -> ResponseHandle:
         """Wait until the response is done; returns self."""
-        await asyncio.wait_for(self._done.wait(), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
+            await self._done.wait()
         return self
 
     # --- updated by the tracker ---

@@ -364,7 +364,8 @@ class DuplexClientBase(InputMethods, Resuming):
 
     async def wait_closed(self, timeout: float | None = None) -> str:
         """Wait until the session ended; returns the reason."""
-        await asyncio.wait_for(self._finished.wait(), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
+            await self._finished.wait()
         return self.closed_reason or "closed"
 
     async def close(self, reason: str | None = None) -> None:

@@ -191,7 +191,10 @@ class LiveSession:
         waited = 0.0
         while not self.controls.quit_requested and self.client.is_open:
             try:
-                return await asyncio.wait_for(self.mic.read(), _POLL_S)
+                # Not `wait_for`: on Python 3.11 it can swallow a cancellation that lands
+                # as the read completes (SIGTERM then left the session running).
+                async with asyncio.timeout(_POLL_S):
+                    return await self.mic.read()
             except TimeoutError:
                 waited += _POLL_S
                 if waited >= self.stall_timeout_s:
