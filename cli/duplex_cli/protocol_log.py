@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from duplex_client.client.transport import redact_url
 from duplex_client.live.progress import LiveProgress
 from duplex_client.results import RunProgress, RunResult
 
@@ -36,7 +37,8 @@ class _Logged:
             return
         if name == "phase":
             if value == "connecting":
-                log.info("connecting to %s", self.url or "the embedded reference server")
+                where = redact_url(self.url) if self.url else "the embedded reference server"
+                log.info("connecting to %s", where)  # never a key from the URL
             elif value in PHASE_LINES:
                 log.info(PHASE_LINES[value])
         elif name == "decisions" and isinstance(value, list):

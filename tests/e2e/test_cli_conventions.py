@@ -149,3 +149,24 @@ def test_every_subcommand_takes_verbose_and_quiet(command: str) -> None:
     done = _cli(command, "--help")
     assert done.returncode == 0, done.stderr
     assert all(flag in done.stdout for flag in ("-v", "--verbose", "-q", "--quiet"))
+
+
+async def test_verbose_never_logs_a_secret_from_the_url_or_the_key(
+    clip: Path, tmp_path: Path
+) -> None:
+    from duplex_client.server import ReferenceServer
+
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo", engine="scripted", api_key="sk-k3y") as server:
+        done = await run_cli(
+            "--url", f"{server.url}?token=s3cret", "--api-key", "sk-k3y",
+            "--input-video", str(clip), "--burst", "-v", "--output-dir", str(run),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "connecting to ws://127.0.0.1:" in done.stderr
+    for text in (
+        done.stdout,
+        done.stderr,
+        *(p.read_bytes().decode("latin-1") for p in run.iterdir()),
+    ):
+        assert "s3cret" not in text and "sk-k3y" not in text
