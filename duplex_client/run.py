@@ -311,7 +311,10 @@ class _Run:
         client, opts = self.client, self.options
         if sr.commit_event_id is None:
             return
-        self.commit_at = time.monotonic()
+        # From the send (the run's clock is monotonic): a decision may arrive before `stream`
+        # returns, since the timeline is written off the loop.
+        sent = sr.commit_sent_at
+        self.commit_at = sent if sent is not None else time.monotonic()
         committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
         if opts.manual_commit:
             await client.create_response()

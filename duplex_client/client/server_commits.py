@@ -38,9 +38,11 @@ class FollowingFramer(Protocol):
 class ServerCommitFollower:
     """An event listener that re-anchors a framer on server commits and records them.
 
-    Between `expect(planned)` and the matching `take()` calls, appends planned before a
-    commit is heard are relabelled when it is; the commit's `units_closed` leaves out what
-    their new labels account for, so the timeline's numbering adds up for what was sent.
+    Between `expect(planned)` (or `planned(...)`) and the matching `take()` calls, appends
+    planned before a commit is heard are relabelled when it is; the commit's `units_closed`
+    leaves out what their new labels account for, so the timeline's numbering adds up for what
+    was sent. Between `planning()` and `planned()` the framer belongs to a worker thread, so a
+    commit heard then is applied (on the event loop's thread) when planning returns.
     """
 
     def __init__(
@@ -50,6 +52,8 @@ class ServerCommitFollower:
         self.timeline = timeline
         self.clock = clock
         self._pending: deque[PlannedAppend] = deque()
+        self._planning = False
+        self._deferred: list[tuple[InputAudioBufferCommitted, float]] = []
 
     def expect(self, planned: Sequence[PlannedAppend]) -> None:
         """These appends are planned and about to be sent, in order."""
@@ -59,6 +63,32 @@ class ServerCommitFollower:
         """The next expected append, labelled for the grid as it is now."""
         return self._pending.popleft()
 
+    def peek(self) -> PlannedAppend | None:
+        """The next expected append as it is labelled now (None when none is expected)."""
+        return self._pending[0] if self._pending else None
+
+    @property
+    def expected(self) -> int:
+        """How many planned appends wait to be taken."""
+        return len(self._pending)
+
+    @property
+    def deferred(self) -> bool:
+        """Whether a commit heard during planning still waits to be applied."""
+        return bool(self._deferred)
+
+    def planning(self) -> None:
+        """Another thread advances the framer now: commits heard meanwhile wait for `planned`."""
+        self._planning = True
+
+    def planned(self, appends: Sequence[PlannedAppend]) -> None:
+        """Planning finished with `appends` (expected after the others); apply waiting commits."""
+        self._planning = False
+        self._pending.extend(appends)
+        deferred, self._deferred = self._deferred, []
+        for event, received_at in deferred:
+            self._follow(event, received_at)
+
     def __call__(self, event: ServerEvent, received_at: float) -> None:
         """Follow `event` if it is a commit the server made."""
         if not (
@@ -67,6 +97,13 @@ class ServerCommitFollower:
             and event.audio_end_ms is not None
         ):
             return
+        if self._planning:  # the framer is not ours to touch until planning returns
+            self._deferred.append((event, received_at))
+            return
+        self._follow(event, received_at)
+
+    def _follow(self, event: InputAudioBufferCommitted, received_at: float) -> None:
+        assert event.audio_end_ms is not None
         rate = self.framer.config.grid.sample_rate_hz
         moved = self.framer.committed(ms_to_samples(event.audio_end_ms, rate))
         before = list(self._pending)

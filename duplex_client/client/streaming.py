@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from duplex_client.client.prefetch import PlanPrefetcher
 from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
@@ -35,6 +36,8 @@ from duplex_client.protocol.server_events import ServerEvent
 #: Deadlines are met to within this much (guards against float residue in sleep loops).
 _DEADLINE_SLACK_S = 1e-6
 _SOUNDTRACK_KIND = "video_soundtrack"
+#: Internal switch (benchmarks only): False plans every append inline on the loop's thread.
+PLAN_IN_WORKER = True
 
 #: What `stream` accepts as its input.
 Source = AudioVisualSource | PcmSource | bytes | None
@@ -163,6 +166,8 @@ class StreamResult:
     append_event_ids: tuple[str, ...]
     commit_event_id: str | None
     media_end_ms: int
+    #: When the final commit was sent (the clock's `now()`; None without one).
+    commit_sent_at: float | None = None
 
     @property
     def appends(self) -> int:
@@ -238,7 +243,9 @@ async def stream(
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
     (ignored for `now` when `clock` is given). Each append and the commit are recorded in
     `timeline`, which is written to its `path` (if set) when the stream ends; `on_sent` is
-    called with every append as it was sent (after any relabelling).
+    called with every append as it was sent (after any relabelling). Appends are planned
+    (media decoded and encoded) in a worker thread a few appends ahead of the clock; with an
+    injected `sleep` they are planned inline on the loop's thread, one at a time.
     """
     if tail_silence_s < 0:
         raise ValueError("tail_silence_s must not be negative")
@@ -269,19 +276,23 @@ async def stream(
         )
     clock.start(start.media_ms)
     follower = ServerCommitFollower(framer, timeline, clock)
+    # Planning (decoding, resampling, JPEG encoding) runs in a worker thread, a few appends
+    # ahead; with an injected `sleep` (fake clocks in tests) it stays inline, as before.
+    inline = not PLAN_IN_WORKER or sleep is not asyncio.sleep
+    prefetch = PlanPrefetcher(plan, follower, inline=inline)
     if isinstance(target, _Unlistenable):
         target.add_listener(follower)
     ids: list[str] = []
     commit_id: str | None = None
+    commit_sent_at: float | None = None
     end_ms = start.media_ms
     try:
-        for planned in plan:
-            # Planned ahead (frame decoding and encoding happen here, not after the wait); a
+        while (media_start := await prefetch.next_start()) is not None:
+            # Planned ahead (frame decoding and encoding happen there, not after the wait); a
             # server commit heard during the wait moves the grid, so the label is redone.
-            follower.expect([planned])
             if clock.realtime:
-                await _sleep_until(clock, planned.media_start_ms, sleep)
-            append = follower.take()
+                await _sleep_until(clock, media_start, sleep)
+            append = await prefetch.take()
             sent_at = clock.now()
             event_id = await target.append_input(
                 append.pcm or None,
@@ -303,7 +314,7 @@ async def stream(
         if commit and ids:
             if clock.realtime:
                 await _sleep_until(clock, end_ms, sleep)
-            sent_at = clock.now()
+            sent_at = commit_sent_at = clock.now()
             commit_id = await target.commit(final=True, create_response=response_create)
             if timeline is not None:
                 timeline.add_commit(
@@ -315,11 +326,17 @@ async def stream(
             timeline.write_best_effort()
         raise
     finally:
-        if isinstance(target, _Unlistenable):
-            target.remove_listener(follower)
+        try:
+            await prefetch.aclose()
+        finally:
+            if isinstance(target, _Unlistenable):
+                target.remove_listener(follower)
     if timeline is not None and timeline.path is not None:
-        timeline.write()
-    return StreamResult(end, clock, framer.report, tuple(ids), commit_id, end_ms)
+        if inline:
+            timeline.write()
+        else:  # an fsync'd write must not hold up the other sessions on this loop
+            await asyncio.to_thread(timeline.write, text=timeline.render())
+    return StreamResult(end, clock, framer.report, tuple(ids), commit_id, end_ms, commit_sent_at)
 
 
 def _prepare_timeline(

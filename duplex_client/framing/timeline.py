@@ -401,14 +401,22 @@ class InputTimeline:
             doc["server_commits"] = [dict(r) for r in self.server_commits]
         return doc
 
-    def write(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write atomically (temporary file in the same directory, then rename)."""
+    def render(self) -> str:
+        """The file's text (JSON) as the timeline stands now."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    def write(self, path: str | os.PathLike[str] | None = None, *, text: str | None = None) -> Path:
+        """Write atomically (temporary file in the same directory, then rename).
+
+        `text` (from `render`) lets the file I/O run in another thread from a snapshot.
+        """
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("no path to write the timeline to")
         if target.is_dir():
             target = target / TIMELINE_FILENAME
-        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        if text is None:
+            text = self.render()
         # Created like the bundle's other files (mode 0666 less the umask), not mkstemp's 0600.
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

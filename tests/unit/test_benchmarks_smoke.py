@@ -1,4 +1,4 @@
-"""The pacing and sessions benchmarks import, and their quick modes run (no timing assertions)."""
+"""The pacing, sessions and clips benchmarks import; their quick modes run (no timing checks)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_helpers() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["bench_pacing", "bench_sessions"])
+@pytest.mark.parametrize("name", ["bench_pacing", "bench_sessions", "bench_clips"])
 def test_quick_mode_runs(
     name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -75,3 +75,14 @@ def test_ingest_pins_one_core_and_gives_the_rest_back() -> None:
     with one_core() as cpu:
         assert os.sched_getaffinity(0) == {cpu}
     assert os.sched_getaffinity(0) == before  # later benchmarks in `make bench` get every core
+
+
+def test_clips_bench_caches_its_clip(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import bench_clips
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
+    path = bench_clips.clip_path("tiny", (64, 48), 2)
+    assert path.parent == tmp_path and path.stat().st_size > 0
+    mtime = path.stat().st_mtime_ns
+    assert bench_clips.clip_path("tiny", (64, 48), 2).stat().st_mtime_ns == mtime
+    assert bench_clips.planning_cost(path, 2) > 0

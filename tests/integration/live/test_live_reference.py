@@ -172,7 +172,8 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
     # wall clock; tests/unit/live/test_player.py checks the placement at real speed)
     played = np.frombuffer(bytes(sd.outputs[0].played), dtype="<i2")
     heard = result.heard
-    assert np.count_nonzero(heard) > 0 and np.abs(heard).max() == np.abs(played).max()
+    assert np.count_nonzero(heard) > 0
+    assert set(np.unique(heard).tolist()) <= set(np.unique(played).tolist())  # its samples
     assert result.conversation.shape[1] == 2
     (turn,) = result.turns or []
     assert turn.heard_start_ms is not None and abs(turn.heard_ms - acked[-1]) <= 25

@@ -1,0 +1,209 @@
+"""Concurrent clip streams from one client process: media planned off the loop vs inline.
+
+N concurrent `stream_clip(realtime=True)` runs of one 20 s 1280x720 30 fps H.264 + AAC clip
+(a keyframe every 30 frames, sampled at 1 fps) from one client process, against
+`duplex-cli serve --engine scripted --max-sessions N+2` on loopback (N = 1, 8, 16, 32), plus
+N = 8 of a 1080p30 clip and one stream of a 2160p30 (4K) clip. Starts are spread over one
+second. Each row runs in a fresh client process, once with planning in worker threads (ours)
+and once with the inline path (`streaming.PLAN_IN_WORKER = False`: decoding and JPEG
+encoding on the event loop's thread, as before), in the same run.
+
+Reported per row: send lateness p50/p99/max over every append of every run and drift (the
+largest lateness of a run's last append), from the runs' `input_timeline.json`; client CPU
+per stream-second (the client process's CPU over the whole child, over N × clip length);
+peak RSS and its growth over the child's RSS before streaming; failed runs. Also the cost of
+planning alone (framer + decoding + JPEG, no network), one clip in a loop.
+Clips are generated once into `BENCH_CACHE` (default: a folder in the temp directory).
+Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 3 s smoke run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import ServerProcess, machine, percentile, quick_mode, table
+
+#: (label, size, seconds, levels) of the full run.
+CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
+    ("720p30", (1280, 720), 20, [1, 8, 16, 32]),
+    ("1080p30", (1920, 1080), 20, [8]),
+    ("2160p30", (3840, 2160), 20, [1]),
+]
+QUICK_CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
+    ("720p30", (1280, 720), 3, [1, 2]),
+]
+KEYINT = 30
+MODES = ("ours", "inline")
+
+
+def cache_dir() -> Path:
+    """Where generated clips are kept between runs."""
+    path = Path(os.environ.get("BENCH_CACHE") or Path(tempfile.gettempdir()) / "duplex-bench")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def clip_path(label: str, size: tuple[int, int], seconds: int) -> Path:
+    """The cached clip, generated (by repeating a 2 s encoded piece) if it is missing."""
+    from benchmarks.bench_ingest import make_clip
+
+    path = cache_dir() / f"clip_{label}_{seconds}s_k{KEYINT}.mp4"
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.mp4")
+        make_clip(tmp, seconds, size, KEYINT, 2 * KEYINT)
+        tmp.replace(path)
+    return path
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process, MB."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def _run_level(url: str, clip: Path, n: int, out: Path) -> list[Any]:
+    from duplex_client.run import stream_clip
+
+    async def one(i: int) -> Any:
+        await asyncio.sleep(i / n)
+        return await stream_clip(
+            url, input_video=str(clip), realtime=True, output_dir=out / f"run{i:02d}"
+        )
+
+    return list(await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True))
+
+
+def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
+    """Entry point of one measuring client process: prints one JSON line."""
+    import duplex_client.client.streaming as streaming
+
+    streaming.PLAN_IN_WORKER = mode == "ours"
+    import av  # noqa: F401  (imports before the RSS baseline)
+    import cv2  # noqa: F401
+
+    import duplex_client.run  # noqa: F401
+
+    before = rss_mb()
+    cpu0 = time.process_time()
+    results = asyncio.run(_run_level(url, Path(clip), n, Path(out)))
+    cpu = time.process_time() - cpu0
+    late: list[float] = []
+    drift: list[float] = []
+    failures = 0
+    media_s = 0.0
+    for i, r in enumerate(results):
+        ok = getattr(r, "ok", False)
+        failures += 0 if ok else 1
+        path = Path(out) / f"run{i:02d}" / "input_timeline.json"
+        if not path.exists():
+            continue
+        rows = json.loads(path.read_text())["appends"]
+        values = [float(a["lateness_ms"] or 0.0) for a in rows]
+        late += values
+        drift += values[-1:]
+        media_s += max((a["media_end_ms"] for a in rows), default=0) / 1000
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "appends": len(late),
+                "p50": percentile(late, 0.5),
+                "p99": percentile(late, 0.99),
+                "max": max(late, default=0.0),
+                "drift": max(drift, default=0.0),
+                "cpu_ms_per_s": cpu * 1000 / max(media_s, 1e-9),
+                "peak_rss_mb": peak,
+                "rss_growth_mb": peak - before,
+                "failures": failures,
+                "errors": sorted({str(getattr(r, "error", r))[:80] for r in results if r})[:3]
+                if failures
+                else [],
+            }
+        ),
+        flush=True,
+    )
+
+
+def measure(clip: Path, n: int, mode: str, seconds: int) -> dict[str, Any]:
+    """One row: a fresh server and a fresh client process."""
+    with ServerProcess(max_sessions=n + 2) as server, tempfile.TemporaryDirectory() as out:
+        args = [sys.executable, "-m", "benchmarks.bench_clips", "--child"]
+        args += [server.url, str(clip), str(n), mode, out]
+        proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=seconds * 6 + 120)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            return {"failures": n, "errors": [f"client exited {proc.returncode}"]}
+        row: dict[str, Any] = json.loads(lines[-1])
+        return row
+
+
+def planning_cost(clip: Path, seconds: int) -> float:
+    """CPU ms per stream-second of planning alone (framer, decoding, resampling, JPEG)."""
+    from duplex_client.framing import Framer, FramerConfig
+    from duplex_client.media.clip import open_clip
+
+    with open_clip(clip, fps=1.0) as media:
+        cpu0 = time.process_time()
+        for _ in Framer(FramerConfig()).plan(media.audio, media.frames):
+            pass
+        return (time.process_time() - cpu0) * 1000 / seconds
+
+
+def main() -> None:
+    """Run every row for both modes and print the tables."""
+    quick = quick_mode()
+    clips = QUICK_CLIPS if quick else CLIPS
+    print(f"machine: {machine()}")
+    rows: list[list[object]] = []
+    plan_rows: list[list[object]] = []
+    for label, size, seconds, levels in clips:
+        path = clip_path(label, size, seconds)
+        plan_rows.append([label, f"{planning_cost(path, seconds):.1f}"])
+        for n in levels:
+            for mode in MODES:
+                started = time.perf_counter()
+                r = measure(path, n, mode, seconds)
+                took = time.perf_counter() - started
+                rows.append(_row(label, n, mode, r))
+                print(f"  {label} N={n} {mode}: {json.dumps(r)} ({took:.0f} s)", flush=True)
+    headers = ["clip", "N", "planning", "late p50 / p99 / max (ms)", "drift (ms)"]
+    headers += ["client CPU ms per stream-s", "peak RSS (MB)", "RSS growth (MB)", "failures"]
+    print(table(headers, rows))
+    print()
+    print(table(["clip", "planning alone: CPU ms per stream-s"], plan_rows))
+    print(
+        "targets: <= 10 ms client CPU per stream-s (720p30, 1 fps); N = 32: p99 <= 10 ms,"
+        " drift <= 5 ms, 0 failures, RSS growth <= 300 MB; one 4K stream: p99 <= 5 ms"
+    )
+
+
+def _row(label: str, n: int, mode: str, r: dict[str, Any]) -> list[object]:
+    if "p99" not in r:
+        return [label, n, mode, "–", "–", "–", "–", "–", r.get("failures", n)]
+    return [
+        label,
+        n,
+        mode,
+        f"{r['p50']:.1f} / {r['p99']:.1f} / {r['max']:.0f}",
+        f"{r['drift']:.1f}",
+        f"{r['cpu_ms_per_s']:.1f}",
+        f"{r['peak_rss_mb']:.0f}",
+        f"{r['rss_growth_mb']:.0f}",
+        r["failures"],
+    ]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+    else:
+        main()

@@ -1,0 +1,153 @@
+"""Planning appends off the event loop: a framer's plan advanced in a worker thread, ahead.
+
+Advancing a framer's plan is where media is decoded, resampled and JPEG-encoded, tens of
+milliseconds for a video frame. `PlanPrefetcher` runs each `next(plan)` on a small shared
+thread pool and keeps at most `depth` planned appends waiting, so planning stays a bounded
+amount ahead of the media clock and memory stays flat. The framer is only ever touched by one
+thread at a time: while a worker advances it, the `ServerCommitFollower` holds back server
+commits and applies them on the loop's thread when the worker returns, before the next append
+is taken (so every append still goes out labelled for the grid as it then is).
+
+`inline=True` plans on the loop's thread, one append at a time, as `stream` did before; it is
+used with injected fake clocks (deterministic tests) and by the benchmarks as the baseline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+
+from duplex_client.client.server_commits import ServerCommitFollower
+from duplex_client.framing.plan import PlannedAppend
+
+#: Planned appends kept waiting per stream (8 × 200 ms: 1.6 s of media ahead, at most).
+DEFAULT_DEPTH = 8
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def planning_pool() -> ThreadPoolExecutor:
+    """The process-wide pool that plans appends (one thread per core, at least two)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            workers = max(2, os.cpu_count() or 1)
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="duplex-plan")
+        return _pool
+
+
+class PlanPrefetcher:
+    """Appends of `plan`, planned in a worker thread at most `depth` ahead of the sender."""
+
+    def __init__(
+        self,
+        plan: Iterator[PlannedAppend],
+        follower: ServerCommitFollower,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        inline: bool = False,
+        executor: Executor | None = None,
+    ) -> None:
+        if depth < 1:
+            raise ValueError("depth must be at least 1")
+        self._plan = plan
+        self._follower = follower
+        self._depth = depth
+        self._inline = inline
+        self._executor = executor
+        self._done = False
+        self._error: BaseException | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._busy: asyncio.Future[list[PlannedAppend]] | None = None
+        self._changed = asyncio.Event()
+        self._space = asyncio.Event()
+
+    async def next_start(self) -> int | None:
+        """Media start of the next append once it is planned; None when the plan is done."""
+        if self._inline:
+            if self._follower.expected == 0 and not self._done:
+                self._follower.planned(self._step())
+        else:
+            self._start()
+            while self._follower.expected == 0 and not self._done:
+                self._changed.clear()
+                await self._changed.wait()
+        head = self._follower.peek()
+        if head is None and self._error is not None:  # appends planned before it go out first
+            error, self._error = self._error, None
+            raise error
+        return None if head is None else head.media_start_ms
+
+    async def take(self) -> PlannedAppend:
+        """The next append, labelled for the grid as it is now (after any held-back commit)."""
+        while self._follower.deferred:  # the producer applies them when its worker returns
+            self._changed.clear()
+            await self._changed.wait()
+        append = self._follower.take()
+        self._space.set()
+        return append
+
+    async def aclose(self) -> None:
+        """Stop planning; waits for a worker still inside the plan (it may hold the decoder)."""
+        if self._task is not None:
+            self._task.cancel()
+        busy = self._busy
+        if busy is not None:
+            cancelled = False
+            while not busy.done():
+                try:
+                    await asyncio.wait({busy})
+                except asyncio.CancelledError:
+                    cancelled = True
+            if cancelled:
+                raise asyncio.CancelledError
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _step(self) -> list[PlannedAppend]:
+        """One append of the plan ([] when it is exhausted)."""
+        planned = next(self._plan, None)
+        if planned is None:
+            self._done = True
+            return []
+        return [planned]
+
+    def _start(self) -> None:
+        if self._task is None and not self._done:
+            self._task = asyncio.get_running_loop().create_task(self._produce())
+
+    async def _produce(self) -> None:
+        loop = asyncio.get_running_loop()
+        executor = self._executor or planning_pool()
+        try:
+            while not self._done:
+                while self._follower.expected >= self._depth:
+                    self._space.clear()
+                    await self._space.wait()
+                self._follower.planning()
+                # In the caller's context: a run's media-warning sink is a context variable.
+                step = contextvars.copy_context().run
+                self._busy = loop.run_in_executor(executor, step, self._step)
+                try:
+                    batch = await asyncio.shield(self._busy)
+                except asyncio.CancelledError:
+                    raise  # the worker may still run: commits stay held; `aclose` waits for it
+                except BaseException:
+                    self._busy = None
+                    self._follower.planned([])
+                    raise
+                self._busy = None
+                self._follower.planned(batch)
+                self._changed.set()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the plan raised: the sender sees it next
+            self._error, self._done = exc, True
+            self._changed.set()

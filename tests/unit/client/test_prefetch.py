@@ -1,0 +1,161 @@
+"""`PlanPrefetcher`: planning in a worker thread, bounded, never racing a server commit."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from duplex_client.client.prefetch import PlanPrefetcher
+from duplex_client.client.server_commits import ServerCommitFollower
+from duplex_client.framing import FramerConfig, PlannedAppend
+from duplex_client.framing.clock import MediaClock
+from duplex_client.protocol import parse_server_event
+
+
+def planned(i: int) -> PlannedAppend:
+    return PlannedAppend(
+        segment="clip",
+        pcm=b"\0\0" * 3200,
+        audio_start_samples=i * 3200,
+        audio_end_samples=(i + 1) * 3200,
+        duration_ms=200,
+        audio_end_ms=(i + 1) * 200,
+        is_speech=None,
+        frames=None,
+        unit_kind=None,
+        unit_index=None,
+        media_start_ms=i * 200,
+        media_end_ms=(i + 1) * 200,
+    )
+
+
+class Framer:
+    """Records which thread touches it, and fails if two touch it at once."""
+
+    config = FramerConfig()
+
+    def __init__(self) -> None:
+        self.inside = threading.Lock()
+        self.threads: set[int] = set()
+        self.commits: list[int] = []
+        self.relabelled = 0
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def touch(self) -> None:
+        assert self.inside.acquire(blocking=False), "framer touched by two threads at once"
+        self.inside.release()
+
+    def plan(self, n: int) -> Iterator[PlannedAppend]:
+        for i in range(n):
+            with self.inside:
+                self.threads.add(threading.get_ident())
+                self.gate.wait(5)
+            yield planned(i)
+
+    def committed(self, audio_end_samples: int) -> int:
+        self.touch()
+        self.commits.append(audio_end_samples)
+        return 0
+
+    def relabel(self, append: PlannedAppend) -> PlannedAppend:
+        self.touch()
+        self.relabelled += 1
+        return replace(append, unit_index=99)
+
+
+def commit_event(audio_end_ms: int) -> object:
+    return parse_server_event(
+        {
+            "type": "input_audio_buffer.committed",
+            "event_id": "e1",
+            "item_id": "i1",
+            "audio_end_ms": audio_end_ms,
+        }
+    )
+
+
+async def test_plans_in_a_worker_thread_and_bounded() -> None:
+    framer = Framer()
+    follower = ServerCommitFollower(framer, None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(framer.plan(20), follower, depth=3)
+    assert await prefetch.next_start() == 0
+    await asyncio.sleep(0.05)
+    assert follower.expected == 3  # never more than `depth` waiting
+    got = []
+    while (start := await prefetch.next_start()) is not None:
+        got.append((start, (await prefetch.take()).media_start_ms))
+    await prefetch.aclose()
+    assert got == [(i * 200, i * 200) for i in range(20)]
+    assert threading.get_ident() not in framer.threads
+
+
+async def test_a_commit_heard_during_planning_waits_and_relabels_before_take() -> None:
+    framer = Framer()
+    follower = ServerCommitFollower(framer, None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(framer.plan(3), follower, depth=2)
+    assert await prefetch.next_start() == 0
+    await asyncio.sleep(0.05)
+    framer.gate.clear()  # the worker now sits inside the plan (the third append)
+    first = await prefetch.take()
+    await asyncio.sleep(0.05)
+    follower(commit_event(300), 0.0)  # type: ignore[arg-type]
+    assert framer.commits == []  # held back: the worker owns the framer
+    take = asyncio.ensure_future(prefetch.take())
+    await asyncio.sleep(0.05)
+    assert not take.done()  # the next append waits for the held-back commit
+    framer.gate.set()
+    second = await take
+    assert framer.commits == [4800] and second.unit_index == 99 and first.unit_index is None
+    assert await prefetch.next_start() == 400
+    await prefetch.aclose()
+
+
+async def test_inline_plans_on_the_loop_thread_one_at_a_time() -> None:
+    framer = Framer()
+    follower = ServerCommitFollower(framer, None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(framer.plan(2), follower, inline=True)
+    assert await prefetch.next_start() == 0 and follower.expected == 1
+    await prefetch.take()
+    assert await prefetch.next_start() == 200
+    await prefetch.take()
+    assert await prefetch.next_start() is None
+    assert framer.threads == {threading.get_ident()}
+
+
+async def test_a_failing_plan_raises_in_the_sender() -> None:
+    def plan() -> Iterator[PlannedAppend]:
+        yield planned(0)
+        raise RuntimeError("bad frame")
+
+    follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(plan(), follower)
+    assert await prefetch.next_start() == 0
+    await prefetch.take()
+    with pytest.raises(RuntimeError, match="bad frame"):
+        await prefetch.next_start()
+    await prefetch.aclose()
+
+
+async def test_the_plan_runs_in_the_callers_context() -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[str] = []
+
+    def plan() -> Iterator[PlannedAppend]:
+        seen.append(var.get())  # e.g. a run's media-warning sink
+        yield planned(0)
+
+    var.set("run")
+    follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(plan(), follower)
+    assert await prefetch.next_start() == 0
+    await prefetch.take()
+    assert await prefetch.next_start() is None
+    await prefetch.aclose()
+    assert seen == ["run"]
