@@ -22,6 +22,7 @@ from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.transport import redact_url
 from duplex_client.framing.clock import MediaClock
+from duplex_client.listening_report import CONVERSATION_FILE, HEARD_FILE, SENT_FILE
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
 from duplex_client.wavfile import GrowingWav
@@ -37,9 +38,9 @@ BUNDLE_FILES = (
     "session.json",
     "result.json",
     "input_timeline.json",
-    "heard.wav",
-    "conversation.wav",
-    ".sent_input.pcm",
+    HEARD_FILE,
+    CONVERSATION_FILE,
+    SENT_FILE,
 )
 
 

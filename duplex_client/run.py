@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
-import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,9 +18,9 @@ from typing import Any
 from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
-from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.client.transport import check_url, redact_url
+from duplex_client.client.websocket import DuplexClient
 from duplex_client.embedded import embedded_server
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource
@@ -160,21 +159,18 @@ async def _with_listed_model(url: str, options: RunOptions, progress: RunProgres
     """Without `model`, the one model the server lists (said as a note), else the preset's."""
     if options.model is not None:
         return options
-    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, resolve_model_async
+    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, model_for_run
     from duplex_client.presets import preset_model
 
-    choice = await resolve_model_async(
+    model = await model_for_run(
         url,
         None,
         api_key=options.api_key,
         default=preset_model(options.preset),
+        note=progress.warn,
         timeout_s=min(DEFAULT_HTTP_TIMEOUT_S, options.handshake_timeout_s / 2),
     )
-    if choice.source == "listed" and choice.note:
-        progress.warn(choice.note)
-    elif choice.note:  # the listing failed: connecting will say what is wrong
-        logging.getLogger(__name__).info(choice.note)
-    return dataclasses.replace(options, model=choice.model)
+    return dataclasses.replace(options, model=model)
 
 
 def _dropped(reason: str | None) -> bool:

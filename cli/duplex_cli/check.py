@@ -147,7 +147,7 @@ async def _check_session(
 ) -> None:
     """The handshake, heartbeat round trips and the event-name probe, then close."""
     from duplex_client.client.config import SessionConfig, redact
-    from duplex_client.client.session import DuplexClient
+    from duplex_client.client.websocket import DuplexClient
     from duplex_client.protocol import client_events as ce
     from duplex_client.protocol import server_events as se
     from duplex_client.protocol.errors import DuplexClientError, DuplexProtocolError, ErrorCode

@@ -8,8 +8,10 @@ redirect leaves the origin), and send the API key as a bearer token.
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -347,3 +349,24 @@ __all__ = [
     "resolve_model",
     "resolve_model_async",
 ]
+
+
+async def model_for_run(
+    url: str,
+    model: str | None,
+    *,
+    api_key: str | None,
+    default: str | None,
+    note: Callable[[str], None],
+    timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
+) -> str | None:
+    """The model a run sends: `model`, else the one the server lists (told to `note`), else
+    `default`. A failed listing is only logged: connecting will say what is wrong."""
+    choice = await resolve_model_async(
+        url, model, api_key=api_key, default=default, timeout_s=timeout_s
+    )
+    if choice.source == "listed" and choice.note:
+        note(choice.note)
+    elif choice.note:
+        logging.getLogger(__name__).info(choice.note)
+    return choice.model

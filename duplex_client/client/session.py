@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl as ssl_module
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from types import TracebackType
 from typing import Any, Protocol
 
 from duplex_client.client.config import SessionConfig
@@ -25,7 +23,7 @@ from duplex_client.client.resume import (
 )
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
-from duplex_client.client.transport import Transport, TransportClosed, WebSocketTransport, build_url
+from duplex_client.client.transport import Transport, TransportClosed
 from duplex_client.client.waiters import Outcomes
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
@@ -391,67 +389,3 @@ class DuplexClientBase(InputMethods, Resuming):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-class DuplexClient(DuplexClientBase):
-    """Async context manager over a real WebSocket session (protocol.md §1–§2, §6.1).
-
-    By default a dropped socket is answered by reconnecting and resuming the session
-    (protocol.md §6.1, `ReconnectPolicy()`); `reconnect=False` makes a drop end the session.
-
-    `handshake_timeout` bounds the whole connection: TCP connect, TLS, the WebSocket upgrade
-    and `session.created`. `open_timeout` (seconds) bounds the opening alone, and then the
-    handshake gets all of `handshake_timeout` after it. `model=None` names no model (the
-    server uses its own). A bad URL raises `UsageError` at once.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        model: str | None = "openbmb/MiniCPM-o-4_5",
-        config: SessionConfig | None = None,
-        api_key: str | None = None,
-        ssl: ssl_module.SSLContext | bool | None = None,
-        open_timeout: float | None = None,
-        proxy: bool = False,
-        reconnect: ReconnectPolicy | bool | None = True,
-        **options: Any,
-    ) -> None:
-        super().__init__(model=model, config=config, reconnect=reconnect, **options)
-        self.url = build_url(url, model)
-        self._api_key = api_key
-        self._ssl = ssl
-        self._open_timeout = open_timeout
-        self._proxy = proxy
-
-    async def _open_transport(self) -> Transport:
-        timeout = self.handshake_timeout if self._open_timeout is None else self._open_timeout
-        return await WebSocketTransport.connect(
-            self.url,
-            api_key=self._api_key,
-            ssl=self._ssl,
-            open_timeout=timeout,
-            proxy=self._proxy,
-        )
-
-    async def connect(self) -> se.SessionCreated:
-        """Open the socket and run the handshake, within `handshake_timeout` in all."""
-        started = time.monotonic()
-        transport = await self._open_transport()
-        budget = None
-        if self._open_timeout is None:
-            budget = max(0.0, self.handshake_timeout - (time.monotonic() - started))
-        return await self.open(transport, reconnect_with=self._open_transport, budget_s=budget)
-
-    async def __aenter__(self) -> DuplexClient:
-        await self.connect()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

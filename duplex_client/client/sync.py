@@ -10,7 +10,8 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from duplex_client.client.responses import ResponseHandle
-from duplex_client.client.session import DuplexClient, PcmArray
+from duplex_client.client.session import PcmArray
+from duplex_client.client.websocket import DuplexClient
 from duplex_client.protocol import server_events as se
 
 T = TypeVar("T")

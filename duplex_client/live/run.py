@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import statistics
 import time
 from collections.abc import AsyncIterator, Callable
@@ -20,9 +19,9 @@ from typing import Any
 
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
-from duplex_client.client.session import DuplexClient
 from duplex_client.client.streaming import reconnect_recorder
 from duplex_client.client.transport import check_url, redact_url
+from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.live.camera import Camera
@@ -217,20 +216,16 @@ async def _with_model(url: str, options: LiveOptions, progress: LiveProgress) ->
     """Without `model`, the one model the server lists (said as a note), else the preset's."""
     if options.model is not None:
         return options
-    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, resolve_model_async
+    from duplex_client.client.http import model_for_run
 
-    choice = await resolve_model_async(
+    model = await model_for_run(
         url,
         None,
         api_key=options.api_key,
         default=preset_model(options.preset_name()),
-        timeout_s=DEFAULT_HTTP_TIMEOUT_S,
+        note=progress.warn,
     )
-    if choice.source == "listed" and choice.note:
-        progress.warn(choice.note)
-    elif choice.note:  # the listing failed: connecting will say what is wrong
-        logging.getLogger(__name__).info(choice.note)
-    return dataclasses.replace(options, model=choice.model)
+    return dataclasses.replace(options, model=model)
 
 
 def _default_dir() -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from duplex_client.client.session import DuplexClient
+from duplex_client.client.websocket import DuplexClient
 from duplex_client.media.errors import MediaWarning
 from duplex_client.protocol.errors import DuplexConnectionError
 from duplex_client.results import RunProgress
