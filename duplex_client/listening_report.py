@@ -119,6 +119,7 @@ class ListeningReport:
         spans_by_id = {s.response_id: s for s in spans}
         report.turns = build_turns(responses, spans_by_id, report.user_speech, source, unit_sent_ms)
         metrics = TurnMetrics(report.turns, segments, sample_rate_hz, report.user_speech, source)
+        report.turns = metrics.measured_turns()
         report.metrics = {
             **metrics.to_dict(),
             "vllm_omni": duplex_session_metrics(timings, stream_start_ms=0.0),

@@ -218,7 +218,7 @@ class RunResult:
 TURN_COLUMNS = (
     "response_id", "unit_index", "decided_ms", "first_audio_ms", "heard_start_ms",
     "heard_end_ms", "heard_ms", "received_ms", "cut", "user_end_ms", "user_end_source",
-    "latency_ms", "server_ms", "transcript",
+    "latency_ms", "server_ms", "transcript", "overlap_ms", "gap_ms",
 )  # fmt: skip
 
 

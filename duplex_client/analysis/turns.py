@@ -8,7 +8,7 @@ of the last user-speech segment that ended before its speak decision arrived; it
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from duplex_client.analysis.annotations import SpeechSegment, user_end_before
@@ -50,6 +50,10 @@ class Turn:
     latency_ms: float | None
     server_ms: float | None
     transcript: str
+    #: Filled by `TurnMetrics.measured_turns()`: this turn's audio heard over user speech,
+    #: and the silence before it (None: not heard, or no user end before it).
+    overlap_ms: float = 0.0
+    gap_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row."""
@@ -163,6 +167,15 @@ class TurnMetrics:
         window = (turn.user_end_ms, turn.heard_start_ms)
         sound = [*self.user, *(h for spans in self.heard.values() for h in spans)]
         return round(window[1] - window[0] - _covered(window, sound), 3)
+
+    def measured_turns(self) -> list[Turn]:
+        """The turns with `overlap_ms` and `gap_ms` filled in (heard turns only; else 0 / None)."""
+        return [
+            replace(t, overlap_ms=round(self.overlap_ms(t), 3), gap_ms=self.gap_ms(t))
+            if t.heard_ms > 0
+            else t
+            for t in self.turns
+        ]
 
     def user_turns(self) -> list[tuple[float, float]]:
         """The user's speech as turns: segments apart by less than `TURN_GAP_MS` joined."""

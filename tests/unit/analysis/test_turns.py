@@ -72,6 +72,9 @@ def test_metrics_overlap_gap_and_unanswered_turns() -> None:
     assert doc["latency_ms"] == {"count": 2, "p50": 100.0, "p95": 370.0, "max": 400.0}
     assert doc["overlap_ms"]["max"] == 200 and doc["unanswered_turns"] == 0
     assert doc["user_speech_segments"] == 2 and doc["turns"] == 2
+    measured = metrics.measured_turns()  # the same figures, per turn row
+    assert [(t.overlap_ms, t.gap_ms) for t in measured] == [(200.0, 0.0), (0.0, 400.0)]
+    assert [t.to_dict()["overlap_ms"] for t in measured] == [200.0, 0.0]
 
 
 def test_a_gap_filled_by_an_earlier_answer_is_not_silence() -> None:
