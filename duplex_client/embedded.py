@@ -21,10 +21,15 @@ async def embedded_server(
     profile: str = "minicpmo",
     require_audio: bool = False,
     engine: str | None = None,
+    max_sessions: int = 1,
+    script: str | None = None,
     startup_timeout_s: float = 60.0,
 ) -> AsyncIterator[str]:
     """Start `python -m duplex_client.server` on 127.0.0.1:0 and yield its URL."""
     args = ["--port", "0", "--profile", profile, "--watch-stdin"]
+    args += ["--max-sessions", str(max_sessions)]
+    if script:
+        args += ["--script", script]
     if require_audio:
         args.append("--require-audio")
     if engine:

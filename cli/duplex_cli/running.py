@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from duplex_client.eval.runner import EvalProgress
 from duplex_client.live.devices import DeviceError
 from duplex_client.live.options import LiveUsageError
 from duplex_client.live.progress import LiveProgress
@@ -116,7 +117,7 @@ class StopSignals:
     `terminated` / `hangup` instead of `interrupted`.
     """
 
-    def __init__(self, progress: RunProgress | LiveProgress) -> None:
+    def __init__(self, progress: RunProgress | LiveProgress | EvalProgress) -> None:
         self.progress = progress
         self.received: Stopped | None = None
         self._task = asyncio.current_task()

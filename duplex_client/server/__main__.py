@@ -21,6 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="minicpmo")
     p.add_argument("--engine", choices=("speech", "scripted"), default=None)
     p.add_argument("--require-audio", action="store_true")
+    p.add_argument("--max-sessions", type=int, default=1)
+    p.add_argument("--script", default=None, help="a JSON script for the scripted engine")
     p.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
     return p
 
@@ -39,12 +41,17 @@ async def _serve(args: argparse.Namespace) -> None:
             stop.set()
 
         watcher = asyncio.create_task(watch())
+    from duplex_client.server.engine.script import Script
+    from duplex_client.server.limits import Limits
+
     server = ReferenceServer(
         host=args.host,
         port=args.port,
         profile=args.profile,
         require_audio=args.require_audio,
         engine=args.engine,
+        script=Script.load(args.script) if args.script else None,
+        limits=Limits(max_sessions=args.max_sessions),
     )
     async with server:
         print(f"listening {server.url}", flush=True)

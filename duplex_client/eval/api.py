@@ -1,0 +1,269 @@
+"""`run_eval`: an eval from a notebook or the CLI — items in, bundles and a summary out.
+
+Exit codes: 0 every item ok; 1 an item failed, or every endpoint went down; 2 bad options
+or input (nothing ran); 130 interrupted (the summary of what finished is written and the
+eval resumes from the same output directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import math
+import os
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from duplex_client.bundle import write_json_atomic
+from duplex_client.eval.endpoints import EndpointPool
+from duplex_client.eval.items import EvalItem, load_items, select_items
+from duplex_client.eval.runner import (
+    EvalProgress,
+    EvalRun,
+    EvalSettings,
+    ItemExecutor,
+    LocalExecutor,
+    plan_jobs,
+    settings_record,
+)
+from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.results import EXIT_FAILED, EXIT_OK
+from duplex_client.run_options import RunOptions
+from duplex_client.usage import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Bounds of the eval's own numeric options (both included).
+_LIMITS = {"concurrency": (1, 256), "repeat": (1, 1000), "retries": (0, 100)}
+EXPORTS = ("fdb",)
+
+
+@dataclass(slots=True)
+class EvalResult:
+    """What an eval left: per-item records, the summary and how it ended."""
+
+    output_dir: Path
+    summary: dict[str, Any]
+    items: list[ItemRecord]
+    rows: list[dict[str, Any]]
+    exit_code: int
+    #: Why the eval stopped early (every endpoint down, interrupted), else None.
+    error: str | None = None
+    #: Items not run to a final status (they run when the eval is started again).
+    unfinished: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def frame(self) -> pd.DataFrame:
+        """The summary rows as a pandas DataFrame (needs the `notebook` extra, for pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "frame() needs pandas: pip install 'duplex-client[notebook]'"
+            ) from None
+        return pd.DataFrame(self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The aggregate, how the eval ended and where it is (`--json`)."""
+        return {
+            "output_dir": str(self.output_dir),
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "unfinished": self.unfinished,
+            "aggregate": self.summary,
+            "notes": self.notes,
+        }
+
+
+def run_eval(items: str | os.PathLike[str] | Sequence[EvalItem], **kw: Any) -> EvalResult:
+    """Blocking `run_eval_async` for scripts and notebooks without a running loop."""
+    return asyncio.run(run_eval_async(items, **kw))
+
+
+async def run_eval_async(
+    items: str | os.PathLike[str] | Sequence[EvalItem],
+    *,
+    output_dir: str | os.PathLike[str],
+    urls: Sequence[str] = (),
+    concurrency: int = 1,
+    repeat: int = 1,
+    retries: int = 2,
+    rerun_failed: bool = False,
+    max_lateness_ms: float = 20.0,
+    layout: str | None = None,
+    limit: int | None = None,
+    pattern: str | None = None,
+    export: str | None = None,
+    export_dir: str | os.PathLike[str] | None = None,
+    ray: str | bool | None = None,
+    server_engine: str | None = None,
+    options: RunOptions | None = None,
+    progress: EvalProgress | None = None,
+    backoff_s: float = 1.0,
+    **run_options: Any,
+) -> EvalResult:
+    """Run `items` (a directory, a manifest, or `EvalItem`s) and write bundles and a summary.
+
+    `run_options` are `stream_clip`'s keywords (`tail_silence_s`, `preset`, ...), or pass
+    `options=RunOptions(...)`. Without `urls` an embedded reference server is started with
+    as many sessions as `concurrency`. `ray`: True for a local Ray, or a cluster address.
+    Bad options raise `UsageError` before anything runs; item failures are in the result.
+    """
+    base = _options(options, run_options)
+    settings = EvalSettings(
+        concurrency=concurrency,
+        repeat=repeat,
+        retries=retries,
+        rerun_failed=rerun_failed,
+        max_lateness_ms=max_lateness_ms,
+        backoff_s=backoff_s,
+    )
+    _check(settings, urls, export, ray)
+    chosen = load_items(items, layout=layout) if isinstance(items, str | os.PathLike) else items
+    chosen = select_items(list(chosen), limit=limit, pattern=pattern)
+    if export == "fdb" and any(i.fdb_dir is None for i in chosen):
+        raise UsageError(
+            "export fdb needs a Full-Duplex-Bench input tree ({task}/{ID}/input.wav)",
+            param="export",
+        )
+    jobs = plan_jobs(chosen, repeat)
+    out = Path(output_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / "eval.json", settings_record(settings, base))
+    except OSError as exc:
+        message = f"{out}: cannot write the output directory ({exc})"
+        raise UsageError(message, param="output_dir") from None
+    progress = progress or EvalProgress()
+    async with _endpoints(urls, base, settings, ray, server_engine) as (pool, executor):
+        run = EvalRun(jobs, base, out, pool, settings, executor, progress)
+        run.resume()
+        error, code = None, EXIT_OK
+        try:
+            await run.run()
+        except asyncio.CancelledError:
+            await asyncio.shield(run.write_summary())
+            raise
+        progress.notes.extend(pool.log)
+        if pool.all_down and run.unfinished:
+            error = (
+                f"every endpoint is down ({pool.down_reason()}); {run.unfinished} item(s) not "
+                "run: run the same command again to resume"
+            )
+        summary = await run.write_summary()
+    if export == "fdb":
+        notes = await asyncio.to_thread(_export_fdb, summary, chosen, out, export_dir, repeat)
+        progress.notes.extend(notes)
+    agg = summary.aggregate()
+    if error is not None or agg["failed"]:
+        code = EXIT_FAILED
+    return EvalResult(
+        out, agg, list(summary.records), summary.rows, code, error, run.unfinished,
+        list(progress.notes),
+    )  # fmt: skip
+
+
+def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOptions:
+    if options is not None and run_options:
+        raise UsageError("give options= or run option keywords, not both", keywords=())
+    if options is None:
+        known = {f.name for f in dataclasses.fields(RunOptions)}
+        unknown = sorted(set(run_options) - known)
+        if unknown:
+            raise UsageError(f"{unknown[0]} is not an option of run_eval", keywords=())
+        options = RunOptions(**run_options)
+    # Validate everything but the media, which each item brings.
+    dataclasses.replace(options, input_audio="x", input_video=None, input_image=None).validate()
+    return options
+
+
+def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray: Any) -> None:
+    from duplex_client.client.transport import check_url
+
+    for name, (low, high) in _LIMITS.items():
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise UsageError(
+                f"{name} must be an integer in {low}..{high}, got {value!r}", param=name
+            )
+    m = settings.max_lateness_ms
+    if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m <= 0:
+        raise UsageError(f"max_lateness_ms must be positive, got {m!r}", param="max_lateness_ms")
+    for url in urls:
+        check_url(url)
+    if len(set(urls)) != len(urls):
+        raise UsageError("urls lists the same endpoint twice", param="urls")
+    if export is not None and export not in EXPORTS:
+        raise UsageError(
+            f"export must be one of {', '.join(EXPORTS)}, got {export!r}", param="export"
+        )
+    if isinstance(ray, str) and ray and not urls:
+        raise UsageError(
+            "ray with a cluster address needs url: the embedded server listens on this "
+            "machine's loopback only",
+            keywords=("ray", "url"),
+        )
+
+
+@contextlib.asynccontextmanager
+async def _endpoints(
+    urls: Sequence[str],
+    options: RunOptions,
+    settings: EvalSettings,
+    ray: str | bool | None,
+    engine: str | None,
+) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
+    """The endpoint pool (an embedded server when no URL) and the executor items run on."""
+    from duplex_client.client.transport import redact_url
+    from duplex_client.embedded import embedded_server
+
+    async with contextlib.AsyncExitStack() as stack:
+        if urls:
+            pairs = [(u, redact_url(u)) for u in urls]
+        else:
+            profile = options.preset if options.preset in ("aura", "joyai") else "minicpmo"
+            url = await stack.enter_async_context(
+                embedded_server(
+                    profile=profile,
+                    require_audio=options.require_audio,
+                    engine=engine,
+                    max_sessions=settings.concurrency,
+                )
+            )
+            pairs = [(url, "embedded")]
+        executor: ItemExecutor = LocalExecutor()
+        if ray is not None and ray is not False:
+            from duplex_client.eval.ray_executor import RayExecutor
+
+            address = ray if isinstance(ray, str) and ray else None
+            executor = await asyncio.to_thread(
+                RayExecutor.start, address, endpoints=len(pairs), concurrency=settings.concurrency
+            )
+        stack.callback(executor.close)
+        pool = EndpointPool.of(pairs, retries=settings.retries, backoff_s=settings.backoff_s)
+        yield pool, executor
+
+
+def _export_fdb(
+    summary: EvalSummary,
+    items: Sequence[EvalItem],
+    out: Path,
+    export_dir: str | os.PathLike[str] | None,
+    repeat: int,
+) -> list[str]:
+    """Write every finished item's `output.wav` into the Full-Duplex-Bench export tree."""
+    from duplex_client.eval.fdb import export_item
+
+    by_id = {i.id: i for i in items}
+    root = Path(export_dir) if export_dir is not None else out / "fdb"
+    notes = []
+    for record in summary.records:
+        target = root / str(record.repeat) if repeat > 1 else root
+        outcome = export_item(by_id[record.id], out / record.bundle, target)
+        if outcome.note:
+            notes.append(f"{record.label}: {outcome.note}")
+    return notes

@@ -1,0 +1,153 @@
+"""One eval item run into its bundle directory: the item's options, the run, its outcome.
+
+An item whose row cannot run, or whose media the run refuses, still gets a `result.json`
+(status `failed`, exit code 2, the one-line error), so the summary names it and a resumed
+eval does not run it again unless asked (`--rerun-failed`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplex_client.bundle import write_json_atomic
+from duplex_client.eval.items import EvalItem
+from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.results import EXIT_FAILED, EXIT_USAGE, OK_MEANING, RunProgress
+from duplex_client.run_options import RunOptions
+
+#: `result.json` statuses that end an item: anything else (interrupted, none) runs again.
+FINAL_STATUSES = frozenset({"ok", "failed"})
+#: The eval's own record of an item beside `result.json`: endpoint, attempts, earlier errors.
+ITEM_FILE = "eval_item.json"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemJob:
+    """One run of one item: where its bundle goes (relative to the eval dir) and where to."""
+
+    item: EvalItem
+    repeat: int | None
+    #: The bundle's path relative to the eval's output directory (`items/<id>[/<repeat>]`).
+    key: str
+    url: str
+    options: RunOptions
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ItemOutcome:
+    """How one attempt ended; `endpoint_fault`: the endpoint, not the item, is to blame."""
+
+    status: str
+    ok: bool
+    exit_code: int
+    error: str | None
+    endpoint_fault: bool
+    final: bool
+    latency_p50_ms: float | None = None
+
+    @classmethod
+    def from_result(cls, doc: dict[str, Any]) -> ItemOutcome:
+        """The outcome a `result.json` document records."""
+        status = str(doc.get("status"))
+        failed = status == "failed"
+        # Never connected (refused, handshake refused, at capacity) or dropped unresumed.
+        closed = str(doc.get("closed_reason") or "")
+        fault = failed and doc.get("exit_code") != EXIT_USAGE
+        fault = fault and (doc.get("session_id") is None or closed.startswith("disconnect"))
+        latency = ((doc.get("metrics") or {}).get("latency_ms") or {}).get("p50")
+        return cls(
+            status=status,
+            ok=bool(doc.get("ok")),
+            exit_code=int(doc.get("exit_code", EXIT_FAILED)),
+            error=doc.get("error"),
+            endpoint_fault=fault,
+            final=status in FINAL_STATUSES,
+            latency_p50_ms=latency,
+        )
+
+
+def item_options(item: EvalItem, base: RunOptions, bundle_dir: Path) -> RunOptions:
+    """The run options of one item: the item's media and its columns over the command line."""
+    changes: dict[str, Any] = {
+        "input_video": item.input_video,
+        "input_audio": item.input_audio,
+        "input_image": item.input_image,
+        "output_dir": bundle_dir,
+    }
+    if item.tail_silence_s is not None:
+        changes["tail_silence_s"] = item.tail_silence_s
+    if item.annotations is not None:
+        changes["annotations"] = item.annotations
+    if item.instructions is not None:
+        changes["instructions"] = item.instructions
+    return dataclasses.replace(base, **changes)
+
+
+def failed_result(error: str, *, exit_code: int = EXIT_USAGE) -> dict[str, Any]:
+    """The `result.json` of an item that could not run at all."""
+    return {
+        "ok": False,
+        "ok_means": OK_MEANING,
+        "status": "failed",
+        "exit_code": exit_code,
+        "error": error,
+        "session_id": None,
+        "decisions": [],
+        "counts": {},
+        "lateness_ms": None,
+        "transcript": "",
+        "timing": "realtime",
+        "warnings": [],
+        "turns": None,
+        "metrics": None,
+    }
+
+
+def clear_bundle(bundle_dir: Path) -> None:
+    """Remove what an unfinished earlier attempt left, so nothing of it mixes with this one."""
+    if bundle_dir.exists():
+        shutil.rmtree(bundle_dir)
+
+
+async def run_item(
+    job: ItemJob, bundle_dir: Path, *, progress: RunProgress | None = None
+) -> ItemOutcome:
+    """Run the item into `bundle_dir` (cleared first) and return how it ended.
+
+    Never raises for the item's own failure: a refused row or file is a failed result. A
+    cancellation propagates after the run wrote its (unfinished) result.
+    """
+    from duplex_client.run import run_stream
+
+    clear_bundle(bundle_dir)
+    if job.item.error is not None:
+        return _write_failure(bundle_dir, job.item.error)
+    try:
+        options = item_options(job.item, job.options, bundle_dir)
+        result = await run_stream(job.url, options, progress=progress)
+    except DuplexClientError as exc:  # usage or media: this item's input, nothing was sent
+        return _write_failure(bundle_dir, str(exc))
+    return ItemOutcome.from_result(result.to_dict())
+
+
+def _write_failure(bundle_dir: Path, error: str) -> ItemOutcome:
+    bundle_dir.mkdir(parents=True, exist_ok=True)
+    doc = failed_result(error)
+    write_json_atomic(bundle_dir / "result.json", doc)
+    return ItemOutcome.from_result(doc)
+
+
+def read_outcome(bundle_dir: Path) -> ItemOutcome | None:
+    """The outcome a bundle holds, or None when it has no readable `result.json`."""
+    import json
+
+    try:
+        doc = json.loads((bundle_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return ItemOutcome.from_result(doc) if isinstance(doc, dict) else None

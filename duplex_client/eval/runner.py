@@ -1,0 +1,336 @@
+"""Many items against one or more endpoints: scheduling, retries, resume and the summary.
+
+Each endpoint runs up to `concurrency` items at once; items are taken from one queue, so a
+slow or dead endpoint never holds work another could do. An item whose attempt failed for
+the endpoint's reasons is tried again (on whichever endpoint is up) up to `retries` times.
+Finished items (a `result.json` with a final status) are never run again on a resumed eval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from duplex_client.bundle import write_json_atomic
+from duplex_client.eval.endpoints import Endpoint, EndpointPool
+from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, read_outcome, run_item
+from duplex_client.eval.items import EvalItem, ItemSetError
+from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.run_options import RunOptions
+
+
+class ItemExecutor(Protocol):
+    """Where an item runs: in this process, or as a Ray task that sends its files back."""
+
+    async def run(self, job: ItemJob, bundle_dir: Path, slot: int) -> ItemOutcome:
+        """Run `job` into `bundle_dir` and return how it ended."""
+        ...
+
+    def close(self) -> None:
+        """Release what the executor holds."""
+        ...
+
+
+class LocalExecutor:
+    """Items run in this process's event loop."""
+
+    async def run(self, job: ItemJob, bundle_dir: Path, slot: int) -> ItemOutcome:
+        """Run `job` here."""
+        return await run_item(job, bundle_dir)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass(slots=True)
+class EvalProgress:
+    """Live state of an eval for a display to poll."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    #: Items finished by an earlier run of the same eval (not run again).
+    resumed: int = 0
+    timing_invalid: int = 0
+    started: float = field(default_factory=time.monotonic)
+    latencies_ms: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+
+    @property
+    def latency_p50_ms(self) -> float | None:
+        """The median of the finished items' median turn latency."""
+        ordered = sorted(self.latencies_ms)
+        return ordered[len(ordered) // 2] if ordered else None
+
+    def eta_s(self, now: float | None = None) -> float | None:
+        """Seconds left at the pace of this run's items so far (None before the first)."""
+        ran = self.done - self.resumed
+        if ran <= 0:
+            return None
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        return elapsed / ran * (self.total - self.done)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalJob:
+    """An item and its repeat, with where its bundle goes."""
+
+    item: EvalItem
+    repeat: int | None
+    key: str
+
+
+def plan_jobs(items: Sequence[EvalItem], repeat: int) -> list[EvalJob]:
+    """One job per item and repeat; bundle keys that would nest inside another are refused."""
+    jobs = []
+    for item in items:
+        for r in range(1, repeat + 1) if repeat > 1 else [None]:
+            key = f"items/{item.id}" + (f"/{r}" if r is not None else "")
+            jobs.append(EvalJob(item, r, key))
+    keys = {j.key for j in jobs}
+    if len(keys) < len(jobs):
+        counts = collections.Counter(j.key for j in jobs)
+        twice = sorted(k[6:] for k, n in counts.items() if n > 1)
+        raise ItemSetError(f"items and repeats share bundle folders: {', '.join(twice[:5])}")
+    nested = sorted(
+        (parent, key)
+        for key in keys
+        for parent in (key.rsplit("/", n)[0] for n in range(1, key.count("/")))
+        if parent in keys
+    )
+    if nested:
+        shown = ", ".join(f"{a[6:]!r} holds {b[6:]!r}" for a, b in nested[:5])
+        raise ItemSetError(f"item ids nest inside each other's bundle folders: {shown}")
+    return jobs
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSettings:
+    """How an eval runs (the run options of every item are apart, in `RunOptions`)."""
+
+    concurrency: int = 1
+    repeat: int = 1
+    retries: int = 2
+    rerun_failed: bool = False
+    max_lateness_ms: float = 20.0
+    backoff_s: float = 1.0
+    #: Seconds between summary rewrites while items finish (it is always written at the end).
+    summary_every_s: float = 2.0
+
+
+class EvalRun:
+    """One eval over `jobs`: the queue, the endpoint workers and the records they leave."""
+
+    def __init__(
+        self,
+        jobs: Sequence[EvalJob],
+        options: RunOptions,
+        output_dir: Path,
+        pool: EndpointPool,
+        settings: EvalSettings,
+        executor: ItemExecutor,
+        progress: EvalProgress,
+    ) -> None:
+        self.jobs = list(jobs)
+        self.options = options
+        self.output_dir = output_dir
+        self.pool = pool
+        self.settings = settings
+        self.executor = executor
+        self.progress = progress
+        self.records: dict[str, ItemRecord] = {}
+        self.pending: collections.deque[tuple[EvalJob, int, tuple[str, ...]]] = collections.deque()
+        self.outstanding = 0
+        self.changed = asyncio.Condition()
+        self._summary_at = 0.0
+
+    def resume(self) -> None:
+        """Load the records of finished items; queue the rest."""
+        self.progress.total = len(self.jobs)
+        for job in self.jobs:
+            outcome = read_outcome(self.output_dir / job.key)
+            done = outcome is not None and outcome.final
+            if done and self.settings.rerun_failed and outcome is not None and not outcome.ok:
+                done = False
+            if done:
+                self._load(job)
+                self.progress.resumed += 1
+                continue
+            self.pending.append((job, 1, ()))
+        self.outstanding = len(self.pending)
+
+    async def run(self) -> None:
+        """Run every queued job (or until every endpoint is down)."""
+        workers = [
+            asyncio.create_task(self._worker(endpoint))
+            for endpoint in self.pool.endpoints
+            for _ in range(self.settings.concurrency)
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    @property
+    def unfinished(self) -> int:
+        """Jobs not run to a final status."""
+        return self.outstanding
+
+    def summary(self) -> EvalSummary:
+        """The summary of every finished job, in job order."""
+        records = [self.records[j.key] for j in self.jobs if j.key in self.records]
+        return EvalSummary(records, max_lateness_ms=self.settings.max_lateness_ms)
+
+    async def write_summary(self) -> EvalSummary:
+        """Write summary.jsonl/.csv/.md off the loop and return the summary."""
+        summary = self.summary()
+        await asyncio.to_thread(summary.write, self.output_dir)
+        return summary
+
+    # --- workers ---
+
+    async def _worker(self, endpoint: Endpoint) -> None:
+        while True:
+            async with self.changed:
+                await self.changed.wait_for(
+                    lambda: bool(self.pending) or self.outstanding == 0 or self._stopped(endpoint)
+                )
+                if self._stopped(endpoint) or not self.pending:
+                    self.changed.notify_all()
+                    return
+                wait = self.pool.wait_s(endpoint)
+                if wait > 0:  # suspended after a fault: another endpoint may take the job
+                    self.changed.notify_all()
+                    entry = None
+                else:
+                    entry = self.pending.popleft()
+            if entry is None:
+                await asyncio.sleep(min(wait, 0.5))
+                continue
+            await self._attempt(endpoint, *entry)
+
+    def _stopped(self, endpoint: Endpoint) -> bool:
+        return endpoint.down or self.pool.all_down
+
+    async def _attempt(
+        self, endpoint: Endpoint, job: EvalJob, attempt: int, errors: tuple[str, ...]
+    ) -> None:
+        bundle_dir = self.output_dir / job.key
+        epoch = self.pool.started(endpoint)
+        self.progress.running += 1
+        ij = ItemJob(job.item, job.repeat, job.key, endpoint.url, self.options, attempt)
+        try:
+            outcome = await self.executor.run(ij, bundle_dir, endpoint.index)
+        except BaseException:
+            endpoint.running -= 1
+            raise
+        finally:
+            self.progress.running -= 1
+        if outcome.endpoint_fault:
+            self.pool.faulted(endpoint, epoch, outcome.error)
+            errors = (*errors, f"{endpoint.shown}: {outcome.error}")
+            if attempt <= self.settings.retries and not self.pool.all_down:
+                await self._requeue(job, attempt + 1, errors)
+                return
+        elif outcome.ok:
+            self.pool.succeeded(endpoint)
+        else:
+            self.pool.item_failed(endpoint)
+        await self._finish(
+            job, endpoint, attempt, errors[:-1] if outcome.endpoint_fault else errors
+        )
+
+    async def _requeue(self, job: EvalJob, attempt: int, errors: tuple[str, ...]) -> None:
+        async with self.changed:
+            self.pending.appendleft((job, attempt, errors))
+            self.changed.notify_all()
+
+    async def _finish(
+        self, job: EvalJob, endpoint: Endpoint, attempts: int, errors: tuple[str, ...]
+    ) -> None:
+        """Record a finished job: its eval sidecar, its summary record, the live figures."""
+        bundle_dir = self.output_dir / job.key
+        side = {"endpoint": endpoint.shown, "attempts": attempts, "previous_errors": list(errors)}
+        await asyncio.to_thread(write_json_atomic, bundle_dir / ITEM_FILE, side)
+        record = await asyncio.to_thread(self._load, job)
+        if record is not None and not record.result.get("ok"):
+            self.progress.failed += 1
+        async with self.changed:
+            self.outstanding -= 1
+            self.changed.notify_all()
+        now = time.monotonic()
+        if now - self._summary_at >= self.settings.summary_every_s:
+            self._summary_at = now
+            with contextlib.suppress(OSError):
+                await self.write_summary()
+
+    def _load(self, job: EvalJob) -> ItemRecord | None:
+        """Read a finished job's bundle into its summary record (and the live figures)."""
+        import json
+
+        bundle_dir = self.output_dir / job.key
+        side: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            side = json.loads((bundle_dir / ITEM_FILE).read_text(encoding="utf-8"))
+        try:
+            record = ItemRecord.from_bundle(
+                bundle_dir,
+                id=job.item.id,
+                repeat=job.repeat,
+                endpoint=side.get("endpoint"),
+                attempts=int(side.get("attempts", 1)),
+                expected=job.item.expected,
+                extra=dict(job.item.extra),
+                bundle=job.key,
+                previous_errors=tuple(side.get("previous_errors", ())),
+            )
+        except ValueError as exc:
+            self.progress.notes.append(f"{job.key}: not summarised ({exc})")
+            return None
+        self.records[job.key] = record
+        self.progress.done += 1
+        row = _row(record, self.settings.max_lateness_ms)
+        if row.get("timing_valid") is False:
+            self.progress.timing_invalid += 1
+        if row.get("latency_p50_ms") is not None:
+            self.progress.latencies_ms.append(float(row["latency_p50_ms"]))
+        return record
+
+
+def _row(record: ItemRecord, max_lateness_ms: float) -> dict[str, Any]:
+    from duplex_client.eval.summary import summary_row
+
+    return summary_row(record, max_lateness_ms=max_lateness_ms)
+
+
+def settings_record(settings: EvalSettings, options: RunOptions) -> dict[str, Any]:
+    """`eval.json`: how the eval was run (no secrets: the API key and reference voice left out)."""
+    shown = {
+        f.name: getattr(options, f.name)
+        for f in dataclasses.fields(options)
+        if f.name not in ("api_key", "ref_audio", "config", "output_dir")
+        and not f.name.startswith("input_")
+    }
+    shown["ref_audio"] = "<set>" if options.ref_audio else None
+    return {"settings": dataclasses.asdict(settings), "options": _jsonable(shown)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)

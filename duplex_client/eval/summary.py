@@ -1,0 +1,445 @@
+"""The eval summary: one flat row per item run, the aggregate, and `summary.{jsonl,csv,md}`.
+
+A row comes from an item's run bundle (`result.json`, `input_timeline.json`) plus what the
+runner knows (endpoint, attempts, manifest columns). The aggregate pools the turns of every
+ok, timing-valid item; a timing-invalid run is counted apart, as its latencies measure the
+client's sending, not the model. Pure apart from `ItemRecord.from_bundle` and `EvalSummary.write`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import re
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Default `--max-lateness-ms`: above this send lateness p99 (or end drift) a run is invalid.
+TIMING_LATENESS_MS = 20.0
+#: The fixed summary columns, in order; manifest extra columns follow.
+SUMMARY_COLUMNS = (
+    "id", "repeat", "endpoint", "status", "ok", "exit_code", "error", "duration_s", "attempts",
+    "timing", "timing_valid", "lateness_p99_ms", "drift_ms", "turns", "latency_p50_ms",
+    "latency_p95_ms", "latency_max_ms", "first_answer_latency_p50_ms", "server_p50_ms",
+    "overlap_p50_ms", "gap_p50_ms", "unanswered_turns", "cut_turns", "transcript", "expected",
+    "bundle",
+)  # fmt: skip
+#: The pooled per-turn distributions of the aggregate, with their `summary.md` labels.
+POOLED = {
+    "latency_ms": "latency",
+    "server_ms": "server time",
+    "overlap_ms": "overlap",
+    "gap_ms": "gap",
+}
+#: Pooled over heard turns only (`heard_ms` > 0), as `metrics` does per run.
+HEARD_ONLY = frozenset({"overlap_ms", "gap_ms"})
+SUMMARY_FILES = ("summary.jsonl", "summary.csv", "summary.md")
+#: Ids listed per failure group.
+FAILURE_IDS = 10
+NO_ENDPOINT = "(none)"
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_HEX = re.compile(r"(?<![0-9A-Za-z])(?=[0-9A-Fa-f]*[0-9])[0-9A-Fa-f]{8,}(?![0-9A-Za-z])")
+_DIGITS = re.compile(r"\d+")
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number as float (None for null, a bool or anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read JSON ({exc})") from None
+
+
+def _read_drift(path: Path, realtime: bool) -> float | None:
+    """The last append's lateness in `input_timeline.json` (None: no file, no appends, asap)."""
+    if not path.exists():
+        return None
+    doc = _load_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("appends", []), list):
+        raise ValueError(f"{path}: not an input timeline (no `appends` list)")
+    clock = doc.get("clock")
+    pacing = clock.get("pacing", "realtime") if isinstance(clock, dict) else "realtime"
+    appends = doc.get("appends") or []
+    if not realtime or pacing != "realtime" or not appends:
+        return None
+    last = appends[-1]
+    return _number(last.get("lateness_ms")) if isinstance(last, dict) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRecord:
+    """One finished item run: its `result.json` document and what the runner knows of it."""
+
+    id: str
+    repeat: int | None
+    #: The endpoint URL, already redacted (None: the item never reached one).
+    endpoint: str | None
+    attempts: int
+    result: dict[str, Any]
+    #: Send lateness of the last append (ms): how far behind real time the stream ended.
+    drift_ms: float | None
+    expected: str | None
+    extra: dict[str, Any]
+    #: The bundle directory relative to the eval output directory, POSIX.
+    bundle: str
+    #: The errors of earlier attempts that were retried.
+    previous_errors: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """`id`, or `id/repeat` for a repeated item (as its bundle directory is named)."""
+        return self.id if self.repeat is None else f"{self.id}/{self.repeat}"
+
+    @classmethod
+    def from_bundle(
+        cls,
+        bundle_dir: Path,
+        *,
+        id: str,
+        repeat: int | None,
+        endpoint: str | None,
+        attempts: int,
+        expected: str | None,
+        extra: Mapping[str, Any],
+        bundle: str,
+        previous_errors: Sequence[str] = (),
+    ) -> ItemRecord:
+        """Read a run bundle's `result.json` (required) and its drift from the timeline."""
+        path = bundle_dir / "result.json"
+        if not path.exists():
+            raise ValueError(f"{path}: missing (the item has no result)")
+        result = _load_json(path)
+        if not isinstance(result, dict):
+            raise ValueError(f"{path}: not a result (a JSON object expected)")
+        if not isinstance(result.get("ok"), bool) or not isinstance(result.get("status"), str):
+            raise ValueError(f"{path}: not a result (no boolean `ok` / string `status`)")
+        turns = result.get("turns")
+        if turns is not None and not (
+            isinstance(turns, list) and all(isinstance(t, dict) for t in turns)
+        ):
+            raise ValueError(f"{path}: `turns` is not a list of objects")
+        realtime = result.get("timing", "realtime") == "realtime"
+        drift = _read_drift(bundle_dir / "input_timeline.json", realtime)
+        return cls(
+            id, repeat, endpoint, attempts, result, drift, expected, dict(extra), bundle,
+            tuple(previous_errors),
+        )  # fmt: skip
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Linear-interpolated percentiles of `values` at each `q` in [0, 1] (values non-empty)."""
+    if not values:
+        raise ValueError("percentiles of no values")
+    ordered = sorted(values)
+    out = []
+    for q in qs:
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"percentile q must be within [0, 1], got {q}")
+        pos = (len(ordered) - 1) * q
+        lo = int(pos)
+        hi = min(lo + 1, len(ordered) - 1)
+        out.append(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
+    return out
+
+
+def _distribution(values: Sequence[float]) -> dict[str, Any]:
+    """count, p50, p95 and p99 (ms, 3 decimals; None when empty)."""
+    if not values:
+        return {"count": 0, "p50": None, "p95": None, "p99": None}
+    p50, p95, p99 = (round(v, 3) for v in percentiles(values, (0.5, 0.95, 0.99)))
+    return {"count": len(values), "p50": p50, "p95": p95, "p99": p99}
+
+
+def _check_threshold(max_lateness_ms: float) -> float:
+    if isinstance(max_lateness_ms, bool) or not isinstance(max_lateness_ms, int | float):
+        raise ValueError(f"max_lateness_ms must be a number, got {max_lateness_ms!r}")
+    if not math.isfinite(max_lateness_ms) or max_lateness_ms < 0:
+        raise ValueError(f"max_lateness_ms must be finite and >= 0, got {max_lateness_ms}")
+    return float(max_lateness_ms)
+
+
+def _lateness_p99(result: Mapping[str, Any]) -> float | None:
+    lateness = result.get("lateness_ms")
+    return _number(lateness.get("p99")) if isinstance(lateness, dict) else None
+
+
+def timing_valid(record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS) -> bool | None:
+    """Whether the run's latencies measure the model: sent on time and not drifting.
+
+    None when nothing was paced in real time (`timing` not `realtime`) or nothing was
+    measured (no send lateness: the run failed before streaming). Otherwise valid when the
+    send lateness p99 and |drift| are both <= `max_lateness_ms`; a missing drift (no
+    `input_timeline.json`) leaves the lateness p99 alone to decide.
+    """
+    max_lateness_ms = _check_threshold(max_lateness_ms)
+    p99 = _lateness_p99(record.result)
+    if record.result.get("timing", "realtime") != "realtime" or p99 is None:
+        return None
+    drift_ok = record.drift_ms is None or abs(record.drift_ms) <= max_lateness_ms
+    return p99 <= max_lateness_ms and drift_ok
+
+
+def _metric(metrics: Mapping[str, Any], name: str, stat: str) -> float | None:
+    block = metrics.get(name)
+    return _number(block.get(stat)) if isinstance(block, dict) else None
+
+
+def _extra_key(name: str, taken: Iterable[str]) -> str:
+    """The column an extra `name` gets: itself, else `extra_` prefixed until no key has it."""
+    used = set(taken)
+    key = name
+    while key in used:
+        key = f"extra_{key}"
+    return key
+
+
+def summary_row(
+    record: ItemRecord, *, max_lateness_ms: float = TIMING_LATENESS_MS
+) -> dict[str, Any]:
+    """One flat summary row: `SUMMARY_COLUMNS` in order, then the item's extra columns.
+
+    An extra column named like a fixed one (or an earlier renamed extra) becomes
+    `extra_<name>`; metrics a run does not have (failed, not real time) are None.
+    """
+    res = record.result
+    metrics: dict[str, Any] = res["metrics"] if isinstance(res.get("metrics"), dict) else {}
+    turns = res.get("turns")
+    n_turns = metrics.get("turns")
+    if n_turns is None and isinstance(turns, list):
+        n_turns = len(turns)
+    row: dict[str, Any] = {
+        "id": record.id,
+        "repeat": record.repeat,
+        "endpoint": record.endpoint,
+        "status": res.get("status"),
+        "ok": res.get("ok"),
+        "exit_code": res.get("exit_code"),
+        "error": res.get("error"),
+        "duration_s": res.get("duration_s"),
+        "attempts": record.attempts,
+        "timing": res.get("timing"),
+        "timing_valid": timing_valid(record, max_lateness_ms),
+        "lateness_p99_ms": _lateness_p99(res),
+        "drift_ms": record.drift_ms,
+        "turns": n_turns,
+        "latency_p50_ms": _metric(metrics, "latency_ms", "p50"),
+        "latency_p95_ms": _metric(metrics, "latency_ms", "p95"),
+        "latency_max_ms": _metric(metrics, "latency_ms", "max"),
+        "first_answer_latency_p50_ms": _metric(metrics, "first_answer_latency_ms", "p50"),
+        "server_p50_ms": _metric(metrics, "server_ms", "p50"),
+        "overlap_p50_ms": _metric(metrics, "overlap_ms", "p50"),
+        "gap_p50_ms": _metric(metrics, "gap_ms", "p50"),
+        "unanswered_turns": metrics.get("unanswered_turns"),
+        "cut_turns": metrics.get("cut_turns"),
+        "transcript": res.get("transcript"),
+        "expected": record.expected,
+        "bundle": record.bundle,
+    }
+    for name, value in record.extra.items():
+        row[_extra_key(str(name), row)] = value
+    return row
+
+
+def normalise_error(message: str) -> str:
+    """An error's text with volatile details replaced: hex ids and UUIDs → `…`, digits → `N`."""
+    text = _UUID.sub("…", message.strip())
+    text = _HEX.sub("…", text)
+    return _DIGITS.sub("N", text)
+
+
+def _pooled_turns(records: Sequence[ItemRecord]) -> dict[str, list[float]]:
+    """Per-turn values of every turn of the given records, by `POOLED` field."""
+    pooled: dict[str, list[float]] = {name: [] for name in POOLED}
+    for record in records:
+        for turn in record.result.get("turns") or []:
+            heard = (_number(turn.get("heard_ms")) or 0.0) > 0
+            for name in POOLED:
+                value = _number(turn.get(name))
+                if value is not None and (heard or name not in HEARD_ONLY):
+                    pooled[name].append(value)
+    return pooled
+
+
+class EvalSummary:
+    """The summary of an eval: its rows (in the given order), the aggregate and the files."""
+
+    def __init__(
+        self, records: Sequence[ItemRecord], *, max_lateness_ms: float = TIMING_LATENESS_MS
+    ) -> None:
+        self.max_lateness_ms = _check_threshold(max_lateness_ms)
+        self.records = tuple(records)
+        self._rows = [summary_row(r, max_lateness_ms=self.max_lateness_ms) for r in self.records]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The summary rows, one per item run, in the order the records were given."""
+        return [dict(row) for row in self._rows]
+
+    def aggregate(self) -> dict[str, Any]:
+        """Counts, pooled per-turn percentiles (ok, timing-valid items), failures, endpoints."""
+        valid = [row["timing_valid"] for row in self._rows]
+        measured = [
+            r for r, v in zip(self.records, valid, strict=True) if r.result.get("ok") and v is True
+        ]
+        pooled = _pooled_turns(measured)
+        ok = sum(1 for r in self.records if r.result.get("ok") is True)
+        return {
+            "items": len(self.records),
+            "ok": ok,
+            "failed": len(self.records) - ok,
+            "timing_valid": sum(1 for v in valid if v is True),
+            "timing_invalid": sum(1 for v in valid if v is False),
+            "max_lateness_ms": self.max_lateness_ms,
+            "pooled_items": len(measured),
+            **{name: _distribution(values) for name, values in pooled.items()},
+            "failures": self._failures(),
+            "endpoints": self._endpoints(),
+        }
+
+    def _failures(self) -> list[dict[str, Any]]:
+        groups: dict[str, dict[str, Any]] = {}
+        for record in self.records:
+            if record.result.get("ok") is True:
+                continue
+            raw = record.result.get("error") or f"status {record.result.get('status')}"
+            key = normalise_error(str(raw))
+            group = groups.setdefault(
+                key, {"error": key, "example": str(raw), "count": 0, "ids": []}
+            )
+            group["count"] += 1
+            if len(group["ids"]) < FAILURE_IDS:
+                group["ids"].append(record.label)
+        # Most frequent first; equal counts keep first-seen order (sorted is stable).
+        return sorted(groups.values(), key=lambda g: -int(g["count"]))
+
+    def _endpoints(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for record in self.records:
+            counts = out.setdefault(record.endpoint or NO_ENDPOINT, {"items": 0, "ok": 0})
+            counts["items"] += 1
+            counts["ok"] += record.result.get("ok") is True
+        return {k: {**v, "failed": v["items"] - v["ok"]} for k, v in out.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """`{"aggregate": ..., "items": rows}`, as `--json` prints it."""
+        return {"aggregate": self.aggregate(), "items": self.rows}
+
+    # --- files ---
+
+    def columns(self) -> list[str]:
+        """The CSV header: the fixed columns, then every extra column in first-seen order."""
+        return list(dict.fromkeys([*SUMMARY_COLUMNS, *(k for row in self._rows for k in row)]))
+
+    def render_jsonl(self) -> str:
+        """`summary.jsonl`: one JSON object per row."""
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in self._rows)
+
+    def render_csv(self) -> str:
+        """`summary.csv`: None empty, bools `true`/`false`, objects and lists as compact JSON."""
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=self.columns(), lineterminator="\n")
+        writer.writeheader()
+        for row in self._rows:
+            writer.writerow({k: _csv_cell(v) for k, v in row.items()})
+        return buf.getvalue()
+
+    def render_md(self) -> str:
+        """`summary.md`: the aggregate for a human reader."""
+        agg = self.aggregate()
+        lines = [
+            "# Eval summary",
+            "",
+            f"Items: {agg['items']} ({agg['ok']} ok, {agg['failed']} failed), "
+            f"{agg['timing_invalid']} timing-invalid.",
+            "",
+            f"Per turn, pooled over {agg['pooled_items']} ok, timing-valid items (ms):",
+            "",
+            "| metric | turns | p50 | p95 | p99 |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for name, label in POOLED.items():
+            d = agg[name]
+            cells = " | ".join(_ms(d[q]) for q in ("p50", "p95", "p99"))
+            lines.append(f"| {label} | {d['count']} | {cells} |")
+        lines += ["", "## Failures", ""]
+        if agg["failures"]:
+            lines += ["| error | count | items | example |", "| --- | ---: | --- | --- |"]
+            for f in agg["failures"]:
+                more = ", …" if f["count"] > len(f["ids"]) else ""
+                ids = ", ".join(f["ids"]) + more
+                row = [f["error"], str(f["count"]), ids, str(f["example"])]
+                lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
+        else:
+            lines.append("None.")
+        lines += ["", "## Endpoints", "", "| endpoint | items | ok | failed |"]
+        lines.append("| --- | ---: | ---: | ---: |")
+        for endpoint, c in agg["endpoints"].items():
+            lines.append(f"| {_md_cell(endpoint)} | {c['items']} | {c['ok']} | {c['failed']} |")
+        unmeasured = agg["items"] - agg["timing_valid"] - agg["timing_invalid"]
+        lines += [
+            "",
+            f"Timing: a run is timing-valid when its send lateness p99 and its end drift are "
+            f"both within {agg['max_lateness_ms']:g} ms (`--max-lateness-ms`). "
+            f"Timing-invalid runs ({agg['timing_invalid']}) are counted apart and left out of "
+            f"the table above: their latencies measure the client's sending, not the model. "
+            f"Runs without real-time timing to judge (not paced in real time, or stopped "
+            f"before streaming): {unmeasured}.",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def write(self, out_dir: Path) -> None:
+        """Write `summary.jsonl`, `summary.csv` and `summary.md`, each atomically."""
+        texts = (self.render_jsonl(), self.render_csv(), self.render_md())
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in zip(SUMMARY_FILES, texts, strict=True):
+            _write_atomic(out_dir / name, text)
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _write_atomic(target: Path, text: str) -> None:
+    """Write `text` (UTF-8) to a temporary file beside `target`, fsync, then rename over it."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # Mode 0666 less the umask, like the bundle's other files (not mkstemp's 0600).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
