@@ -157,8 +157,8 @@ class TimedTarget:
         return event_id
 
     def lateness_ms(self, t0: float) -> list[float]:
-        """Each release's lateness against `t0 + media_start_ms` (negative: early)."""
-        return [(r.released_at - t0) * 1000 - r.media_start_ms for r in self.releases]
+        """Each release's lateness against its deadline `t0 + media_end_ms` (negative: early)."""
+        return [(r.released_at - t0) * 1000 - r.media_end_ms for r in self.releases]
 
     def send_ms(self) -> list[float]:
         """How long each `append_input` took (encoding, the socket write, flow control)."""

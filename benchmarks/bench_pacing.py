@@ -2,7 +2,7 @@
 
 Streams 60 s of 16 kHz PCM in 200 ms appends with one 640x480 JPEG per 1 s unit (1 fps) to
 the reference server (`duplex-cli serve`, its own process) on loopback, in real time, and
-records when each append is released against its media deadline `t0 + media_start_ms`.
+records when each append is released against its media deadline `t0 + media_end_ms`.
 
 - ours: `duplex_client.client.streaming.stream(realtime=True)`: absolute deadlines from one
   media clock (protocol.md §10).

@@ -9,7 +9,7 @@ import typer
 
 from duplex_cli.check import check_command
 from duplex_cli.devices import devices_command
-from duplex_cli.eval import eval_command
+from duplex_cli.eval import EvalCommand, eval_command
 from duplex_cli.live import live_command
 from duplex_cli.serve import serve_command
 from duplex_cli.stream import stream_command
@@ -53,7 +53,7 @@ def main_options(
 
 
 app.command("stream")(stream_command)
-app.command("eval")(eval_command)
+app.command("eval", cls=EvalCommand)(eval_command)
 app.command("serve")(serve_command)
 app.command("live")(live_command)
 app.command("devices")(devices_command)

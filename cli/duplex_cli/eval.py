@@ -7,10 +7,11 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from duplex_cli.eval_display import EvalDisplay, print_eval_summary
 from duplex_cli.options import OUTPUT, SERVER, JsonOpt, QuietOpt, VerboseOpt, _opt, choices
@@ -22,6 +23,7 @@ from duplex_client.results import EXIT_INTERRUPTED
 from duplex_client.run_options import RunOptions
 
 EVAL = "Eval"
+LOCAL_RAY = "local"
 
 
 class Layout(StrEnum):
@@ -37,6 +39,20 @@ class Export(StrEnum):
     """Export formats of an eval."""
 
     fdb = "fdb"
+
+
+class EvalCommand(TyperCommand):
+    """The eval command: a bare `--ray` (no address after it) means a local Ray."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Give a bare `--ray` its implicit value, `local`, then parse as usual."""
+        out: list[str] = []
+        for i, arg in enumerate(args):
+            out.append(arg)
+            following = args[i + 1] if i + 1 < len(args) else None
+            if arg == "--ray" and (following is None or following.startswith("-")):
+                out.append(LOCAL_RAY)
+        return super().parse_args(ctx, out)
 
 
 class ServerEngine(StrEnum):
@@ -110,8 +126,6 @@ def eval_command(
         _opt(
             panel=EVAL,
             metavar="[ADDRESS]",
-            is_flag=False,
-            flag_value="local",
             help="Run items as Ray tasks: a local Ray, or the cluster at ADDRESS.",
         ),
     ] = None,
@@ -143,7 +157,7 @@ def eval_command(
         "pattern": filter_,
         "export": None if export is None else export.value,
         "export_dir": export_dir,
-        "ray": None if ray is None else ("" if ray == "local" else ray),
+        "ray": None if ray is None else ("" if ray == LOCAL_RAY else ray),
         "server_engine": None if server_engine is None else server_engine.value,
         "options": options,
         "progress": progress,

@@ -69,6 +69,15 @@ class PlanPrefetcher:
 
     async def next_start(self) -> int | None:
         """Media start of the next append once it is planned; None when the plan is done."""
+        head = await self._head()
+        return None if head is None else head.media_start_ms
+
+    async def next_end(self) -> int | None:
+        """Media end of the next append (when its audio is captured); None when done."""
+        head = await self._head()
+        return None if head is None else head.media_end_ms
+
+    async def _head(self) -> PlannedAppend | None:
         if self._inline:
             if self._follower.expected == 0 and not self._done:
                 self._follower.planned(self._step())
@@ -81,7 +90,7 @@ class PlanPrefetcher:
         if head is None and self._error is not None:  # appends planned before it go out first
             error, self._error = self._error, None
             raise error
-        return None if head is None else head.media_start_ms
+        return head
 
     async def take(self) -> PlannedAppend:
         """The next append, labelled for the grid as it is now (after any held-back commit)."""

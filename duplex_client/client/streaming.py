@@ -233,7 +233,7 @@ async def stream(
 ) -> StreamResult:
     """Frame `source` (+ `tail_silence_s` of silence) onto the session's unit grid and send it.
 
-    Append k is released at `t0 + media_start_ms(k)` (realtime) or back to back (asap,
+    Append k is released at `t0 + media_end_ms(k)` (realtime) or back to back (asap,
     `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
     the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
     `PcmSource` or an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a
@@ -287,12 +287,16 @@ async def stream(
     commit_sent_at: float | None = None
     end_ms = start.media_ms
     try:
-        while (media_start := await prefetch.next_start()) is not None:
+        while (due := await prefetch.next_end()) is not None:
             # Planned ahead (frame decoding and encoding happen there, not after the wait); a
             # server commit heard during the wait moves the grid, so the label is redone.
+            # An append is released when its audio would have been captured (its media end),
+            # as a live source's is: the server never hears a sample before it was "spoken".
             if clock.realtime:
-                await _sleep_until(clock, media_start, sleep)
+                await _sleep_until(clock, due, sleep)
             append = await prefetch.take()
+            if clock.realtime and append.media_end_ms > due:
+                await _sleep_until(clock, append.media_end_ms, sleep)
             sent_at = clock.now()
             event_id = await target.append_input(
                 append.pcm or None,
@@ -305,7 +309,7 @@ async def stream(
             ids.append(event_id)
             end_ms = append.media_end_ms
             if timeline is not None:
-                timeline.add_append(append, event_id, clock.timing(append.media_start_ms, sent_at))
+                timeline.add_append(append, event_id, clock.timing(append.media_end_ms, sent_at))
             if on_sent is not None:
                 on_sent(append)
         if describes and timeline is not None:

@@ -114,6 +114,16 @@ def plan_jobs(items: Sequence[EvalItem], repeat: int) -> list[EvalJob]:
 
 
 @dataclass(frozen=True, slots=True)
+class Pending:
+    """A queued job: its attempt number, earlier attempts' errors, endpoints that faulted."""
+
+    job: EvalJob
+    attempt: int = 1
+    errors: tuple[str, ...] = ()
+    avoid: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class EvalSettings:
     """How an eval runs (the run options of every item are apart, in `RunOptions`)."""
 
@@ -123,6 +133,9 @@ class EvalSettings:
     rerun_failed: bool = False
     max_lateness_ms: float = 20.0
     backoff_s: float = 1.0
+    #: Seconds between two item starts: a wave of sessions opening in one instant would
+    #: contend for the CPU (decoders opening, handshakes) and start late.
+    start_interval_s: float = 0.05
     #: Seconds between summary rewrites while items finish (it is always written at the end).
     summary_every_s: float = 2.0
 
@@ -148,7 +161,8 @@ class EvalRun:
         self.executor = executor
         self.progress = progress
         self.records: dict[str, ItemRecord] = {}
-        self.pending: collections.deque[tuple[EvalJob, int, tuple[str, ...]]] = collections.deque()
+        self.pending: collections.deque[Pending] = collections.deque()
+        self._next_start = 0.0
         self.outstanding = 0
         self.changed = asyncio.Condition()
         self._summary_at = 0.0
@@ -165,7 +179,7 @@ class EvalRun:
                 self._load(job)
                 self.progress.resumed += 1
                 continue
-            self.pending.append((job, 1, ()))
+            self.pending.append(Pending(job))
         self.outstanding = len(self.pending)
 
     async def run(self) -> None:
@@ -204,28 +218,52 @@ class EvalRun:
         while True:
             async with self.changed:
                 await self.changed.wait_for(
-                    lambda: bool(self.pending) or self.outstanding == 0 or self._stopped(endpoint)
+                    lambda: (
+                        self._takeable(endpoint) is not None
+                        or self.outstanding == 0
+                        or self._stopped(endpoint)
+                    )
                 )
-                if self._stopped(endpoint) or not self.pending:
+                if self._stopped(endpoint) or self.outstanding == 0:
                     self.changed.notify_all()
                     return
                 wait = self.pool.wait_s(endpoint)
-                if wait > 0:  # suspended after a fault: another endpoint may take the job
+                entry = None
+                if wait <= 0:
+                    entry = self._takeable(endpoint)
+                if entry is not None:
+                    self.pending.remove(entry)
+                    delay = self._start_slot()
+                else:  # suspended after a fault: another endpoint may take the job
                     self.changed.notify_all()
-                    entry = None
-                else:
-                    entry = self.pending.popleft()
             if entry is None:
                 await asyncio.sleep(min(wait, 0.5))
                 continue
-            await self._attempt(endpoint, *entry)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await self._attempt(endpoint, entry)
+
+    def _takeable(self, endpoint: Endpoint) -> Pending | None:
+        """The first queued job this endpoint may run: not one that faulted here, unless
+        every endpoint still up has faulted for it."""
+        up = {e.index for e in self.pool.endpoints if not e.down}
+        for entry in self.pending:
+            if endpoint.index not in entry.avoid or up <= entry.avoid:
+                return entry
+        return None
+
+    def _start_slot(self) -> float:
+        """Seconds to wait before starting: starts are spread, never all in one instant."""
+        now = time.monotonic()
+        at = max(now, self._next_start)
+        self._next_start = at + self.settings.start_interval_s
+        return at - now
 
     def _stopped(self, endpoint: Endpoint) -> bool:
         return endpoint.down or self.pool.all_down
 
-    async def _attempt(
-        self, endpoint: Endpoint, job: EvalJob, attempt: int, errors: tuple[str, ...]
-    ) -> None:
+    async def _attempt(self, endpoint: Endpoint, entry: Pending) -> None:
+        job, attempt, errors = entry.job, entry.attempt, entry.errors
         bundle_dir = self.output_dir / job.key
         epoch = self.pool.started(endpoint)
         self.progress.running += 1
@@ -239,22 +277,22 @@ class EvalRun:
             self.progress.running -= 1
         if outcome.endpoint_fault:
             self.pool.faulted(endpoint, epoch, outcome.error)
-            errors = (*errors, f"{endpoint.shown}: {outcome.error}")
             if attempt <= self.settings.retries and not self.pool.all_down:
-                await self._requeue(job, attempt + 1, errors)
+                retry = Pending(
+                    job,
+                    attempt + 1,
+                    (*errors, f"{endpoint.shown}: {outcome.error}"),
+                    entry.avoid | {endpoint.index},
+                )
+                async with self.changed:
+                    self.pending.appendleft(retry)
+                    self.changed.notify_all()
                 return
         elif outcome.ok:
             self.pool.succeeded(endpoint)
         else:
             self.pool.item_failed(endpoint)
-        await self._finish(
-            job, endpoint, attempt, errors[:-1] if outcome.endpoint_fault else errors
-        )
-
-    async def _requeue(self, job: EvalJob, attempt: int, errors: tuple[str, ...]) -> None:
-        async with self.changed:
-            self.pending.appendleft((job, attempt, errors))
-            self.changed.notify_all()
+        await self._finish(job, endpoint, attempt, errors)
 
     async def _finish(
         self, job: EvalJob, endpoint: Endpoint, attempts: int, errors: tuple[str, ...]

@@ -45,7 +45,7 @@ async def test_three_seconds_arrive_on_the_media_clock_without_growing_lag(tmp_p
     assert len(appends) == 15
     at = {m["event_id"]: t for m, t in zip(peer.received, peer.arrivals, strict=True)}
     t0 = result.clock.t0
-    lag = [(at[m["event_id"]] - t0) * 1000 - m["media_start_ms"] for m in appends]
+    lag = [(at[m["event_id"]] - t0) * 1000 - m["media_end_ms"] for m in appends]
     # Nothing arrives before its media time; loopback delivery stays within generous bounds.
     assert min(lag) > -5
     assert max(lag) < 150

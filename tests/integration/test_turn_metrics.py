@@ -182,11 +182,11 @@ async def _created(peer: Peer, rid: str, unit: int, audio_ms: int, *, done: bool
 async def _run_with(
     tmp_path: Path, at: dict[int, list[tuple[str, dict[str, Any]]]], preset: str = "none"
 ) -> tuple[Any, Path, Peer]:
-    """Stream 3 s; when the append starting at media ms `k` arrives, the peer runs `at[k]`."""
+    """Stream 3 s; when the append ending at media ms `k` arrives, the peer runs `at[k]`."""
     wav = write_wav(tmp_path / "q.wav", tone(3000), rate=16000)
 
     async def on_append(peer: Peer, event: dict[str, Any]) -> None:
-        for action, args in at.get(event.get("media_start_ms", -1), []):
+        for action, args in at.get(event.get("media_end_ms", -1), []):
             if action == "speak":
                 await _created(peer, **args)
             else:
@@ -205,14 +205,14 @@ async def test_a_second_response_is_queued_after_the_first(tmp_path: Path) -> No
     result, run, _peer = await _run_with(
         tmp_path,
         {
-            800: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
-            1400: [("speak", {"rid": "resp_b", "unit": 1, "audio_ms": 600, "done": True})],
+            1000: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
+            1600: [("speak", {"rid": "resp_b", "unit": 1, "audio_ms": 600, "done": True})],
         },
     )
     assert result.ok, result.error
     a, b = result.turns or []
-    assert a.heard_start_ms is not None and abs(a.heard_start_ms - 800) <= 30
-    assert b.first_audio_ms is not None and abs(b.first_audio_ms - 1400) <= 30
+    assert a.heard_start_ms is not None and abs(a.heard_start_ms - 1000) <= 30
+    assert b.first_audio_ms is not None and abs(b.first_audio_ms - 1600) <= 30
     assert b.heard_start_ms == a.heard_end_ms  # queued: starts where the first ends
     assert a.heard_ms == a.received_ms == 2000 and b.heard_ms == 600 and not (a.cut or b.cut)
     heard = read_wav_int16(run / "heard.wav")
@@ -226,9 +226,9 @@ async def test_a_cleared_response_is_cut_where_the_server_clears_it(tmp_path: Pa
     result, run, peer = await _run_with(
         tmp_path,
         {
-            800: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
-            1200: [("send", cleared)],
-            1400: [("speak", {"rid": "resp_b", "unit": 1, "audio_ms": 600, "done": True})],
+            1000: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
+            1400: [("send", cleared)],
+            1600: [("speak", {"rid": "resp_b", "unit": 1, "audio_ms": 600, "done": True})],
         },
     )
     assert result.ok, result.error
@@ -267,7 +267,7 @@ async def test_a_barged_in_response_is_cut_at_the_clear_event(tmp_path: Path) ->
     result, run, peer = await _run_with(
         tmp_path,
         {
-            800: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": False})],
+            1000: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": False})],
             1200: barge,
         },
     )
@@ -294,8 +294,8 @@ async def test_no_ack_follows_a_server_commit_that_sealed_the_response(tmp_path:
     result, run, peer = await _run_with(
         tmp_path,
         {
-            800: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
-            1600: [("send", server_commit)],
+            1000: [("speak", {"rid": "resp_a", "unit": 0, "audio_ms": 2000, "done": True})],
+            1800: [("send", server_commit)],
         },
         preset="minicpmo",  # playback_commit_policy ack_only
     )

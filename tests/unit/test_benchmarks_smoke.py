@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +56,7 @@ def test_helpers() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["bench_pacing", "bench_sessions", "bench_clips"])
+@pytest.mark.parametrize("name", ["bench_pacing", "bench_sessions", "bench_clips", "bench_eval"])
 def test_quick_mode_runs(
     name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -86,3 +87,44 @@ def test_clips_bench_caches_its_clip(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     mtime = path.stat().st_mtime_ns
     assert bench_clips.clip_path("tiny", (64, 48), 2).stat().st_mtime_ns == mtime
     assert bench_clips.planning_cost(path, 2) > 0
+
+
+def test_eval_bench_caches_linked_items_of_speech(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_eval
+    from duplex_client.eval import load_items
+    from duplex_client.media.clip import open_clip
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
+    folder = bench_eval.items_dir(3, 2, (64, 48))
+    items = load_items(folder)
+    assert [i.id for i in items] == ["item_00.mp4", "item_01.mp4", "item_02.mp4"]
+    first = Path(str(items[0].input_video))
+    assert all(Path(str(i.input_video)).samefile(first) for i in items)  # one clip, linked
+    with open_clip(first, fps=1.0) as clip:
+        assert clip.audio is not None
+        assert abs(sum(len(c) for c in clip.audio.chunks()) / 32000 - 2.0) < 0.05
+    mtime = first.stat().st_mtime_ns
+    assert bench_eval.items_dir(3, 2, (64, 48)) == folder
+    assert first.stat().st_mtime_ns == mtime
+
+
+def test_eval_bench_verdict_names_what_missed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import bench_eval
+
+    monkeypatch.delenv(bench_eval.LEVELS_ENV, raising=False)
+    monkeypatch.delenv(bench_eval.TAIL_ENV, raising=False)
+    p = bench_eval.plan(quick=False)
+    assert (p.items, p.seconds, p.levels) == (64, 10, (1, 8, 32))
+    summary = {"items": 64, "ok": 64, "failed": 0, "timing_valid": 64, "timing_invalid": 0}
+    good = {**bench_eval.digest({**summary, "max_lateness_ms": 20.0}, []), "wall_s": 21.0}
+    good.update(duration_p50=10.5, duration_sum=64 * 10.5, late_phases={})
+    assert "MET" in bench_eval.verdict(p, {32: good})
+    slow = {**good, "wall_s": 30.0, "over_lateness": 2, "late_phases": {"start": 5}}
+    line = bench_eval.verdict(p, {32: slow})
+    assert "MISSED" in line and "throughput: 66.7% of ideal" in line and "start 5" in line
+    assert "not measured" in bench_eval.verdict(p, {8: good})
+    monkeypatch.setenv(bench_eval.LEVELS_ENV, "0,8")
+    with pytest.raises(SystemExit, match="BENCH_EVAL_LEVELS must be"):
+        bench_eval.plan(quick=False)

@@ -120,7 +120,7 @@ async def test_appends_lost_in_flight_are_resent_with_their_ids_and_marked() -> 
     late = [r for r in timeline.appends if r["lateness_ms"] > 100]
     assert late, "an append due during the outage is sent late, on its original deadline"
     assert all(r["sent_offset_ms"] >= row["resumed_offset_ms"] for r in late)
-    assert all(r["scheduled_offset_ms"] == r["media_start_ms"] for r in timeline.appends)
+    assert all(r["scheduled_offset_ms"] == r["media_end_ms"] for r in timeline.appends)
     offsets = [r["sent_offset_ms"] for r in timeline.appends]
     assert offsets == sorted(offsets)
 

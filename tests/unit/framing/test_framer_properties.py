@@ -243,7 +243,7 @@ def test_timeline_rows_equal_what_was_sent(case: Case, realtime: bool, cost_ms: 
         if row["unit_kind"] == "VISION":
             assert sent.pcm == b""
         if realtime:
-            assert row["scheduled_offset_ms"] == row["media_start_ms"]
+            assert row["scheduled_offset_ms"] == row["media_end_ms"]  # released when captured
             assert row["sent_offset_ms"] >= row["scheduled_offset_ms"] - 1e-3
         else:
             assert row["scheduled_offset_ms"] is None and row["lateness_ms"] is None

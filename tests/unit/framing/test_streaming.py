@@ -55,7 +55,8 @@ async def test_wav_with_tail_sends_12_appends_with_frames_on_unit_closes() -> No
     assert [len(a.frames) for a in appends] == [0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0]
     assert [a.fields["is_speech"] for a in appends[7:]] == [False] * 5
     assert [r["segment"] for r in rows] == ["clip"] * 7 + ["tail"] * 5
-    assert offsets(target, result.clock.t0) == [200.0 * i for i in range(12)]
+    # each append is released when its audio has been "captured": at its media end
+    assert offsets(target, result.clock.t0) == [200.0 * (i + 1) for i in range(12)]
     assert offsets(target, result.clock.t0, "commit") == [2400.0]
     assert doc["commits"][0]["after_append_index"] == 11
     assert doc["commits"][0]["scheduled_offset_ms"] == 2400.0
@@ -87,7 +88,7 @@ async def test_clip_without_audio_sends_vision_units_due_each_second() -> None:
     appends = target.appends
     assert [a.pcm for a in appends] == [b""] * 4
     assert all(len(a.frames) == 1 for a in appends)
-    assert offsets(target, result.clock.t0) == [0.0, 1000.0, 2000.0, 3000.0]
+    assert offsets(target, result.clock.t0) == [1000.0, 2000.0, 3000.0, 4000.0]
     assert target.audio_end_ms == 0
     rows = timeline.to_dict()["appends"]
     assert [r["unit_kind"] for r in rows] == ["VISION"] * 4
@@ -118,9 +119,11 @@ async def test_append_i_goes_out_at_max_of_schedule_and_cumulative_cost(cost_ms:
     result = await run(target, speech_pcm(3000))
     sent = offsets(target, result.clock.t0)
     assert len(sent) == 15
-    assert sent == pytest.approx([max(i * 200, i * cost_ms) for i in range(15)], abs=1e-3)
+    # append i is due at its media end, 200 (i + 1) ms; sends queue behind earlier sends
+    expected = [max(200 * (i + 1), 200 + i * cost_ms) for i in range(15)]
+    assert sent == pytest.approx(expected, abs=1e-3)
     commit = offsets(target, result.clock.t0, "commit")[0]
-    assert commit == pytest.approx(max(3000, 15 * cost_ms), abs=1e-3)
+    assert commit == pytest.approx(expected[-1] + cost_ms, abs=1e-3)  # right after the last
 
 
 async def relative_sleep_stream(target: FakeTarget, pcm: bytes, chunk_ms: int = 200) -> None:
@@ -141,9 +144,10 @@ async def test_send_cost_never_accumulates_where_relative_sleeps_drift() -> None
     ours_end = ours.sent[-1].at - start
     naive_end = naive.sent[-1].at - naive.sent[0].at
     assert len(ours.appends) == len(naive.appends) == 300
-    assert ours_end == pytest.approx(60.0, abs=1e-3)  # the commit at t0 + 60 s
+    # the last append is due at t0 + 60 s; the commit follows it after one send's cost
+    assert ours_end == pytest.approx(60.01, abs=1e-3)
     assert naive_end == pytest.approx(300 * 0.210, abs=1e-3)  # 3 s of drift
-    assert (ours.appends[-1].at - start) == pytest.approx(59.8, abs=1e-3)
+    assert (ours.appends[-1].at - start) == pytest.approx(60.0, abs=1e-3)
 
 
 async def test_a_late_send_does_not_shift_later_deadlines() -> None:
@@ -164,7 +168,7 @@ async def test_a_late_send_does_not_shift_later_deadlines() -> None:
     timeline = InputTimeline()
     result = await run(target, speech_pcm(1600), timeline=timeline)
     sent = offsets(target, result.clock.t0)
-    assert sent == pytest.approx([0, 200, 400, 1100, 1100, 1100, 1200, 1400], abs=1e-3)
+    assert sent == pytest.approx([200, 400, 600, 1300, 1300, 1300, 1400, 1600], abs=1e-3)
     late = [r["lateness_ms"] for r in timeline.to_dict()["appends"]]
     assert late == pytest.approx([0, 0, 0, 500, 300, 100, 0, 0], abs=1e-3)
     totals = timeline.totals()["lateness_ms"]
@@ -193,7 +197,7 @@ async def test_nothing_is_released_early_with_a_sleep_that_wakes_early() -> None
     target = FakeTarget(clock)
     result = await run(target, speech_pcm(1000), sleep=early_sleep)
     sent = offsets(target, result.clock.t0)
-    assert all(s >= 200 * i - 1e-3 for i, s in enumerate(sent))
+    assert all(s >= 200 * (i + 1) - 1e-3 for i, s in enumerate(sent))
 
 
 # --- continuation, commit and options ---
@@ -211,7 +215,7 @@ async def test_follow_up_stream_continues_clock_media_time_and_unit_numbering() 
     rows = timeline.to_dict()["appends"]
     assert [r["unit_index"] for r in rows if r["unit_kind"]] == [0, 1, 2]
     assert rows[-1]["segment"] == "tail" and rows[-1]["frames"][0]["held"]
-    assert offsets(target, first.clock.t0)[-1] == 2800.0
+    assert offsets(target, first.clock.t0)[-1] == 3000.0
     assert timeline.to_dict()["tail_silence_ms"] == 1000
     assert check_timeline(timeline.to_dict()) == []
 
@@ -237,7 +241,7 @@ async def test_explicit_media_origin_and_unit_index() -> None:
     result = await run(target, speech_pcm(1000), media_origin_ms=5000, unit_index=9)
     assert target.appends[0].fields["media_start_ms"] == 5000
     assert target.appends[-1].fields["unit_index"] == 9
-    assert offsets(target, result.clock.t0)[0] == 5000.0  # released at once: t0 is 5 s earlier
+    assert offsets(target, result.clock.t0)[0] == 5200.0  # t0 is 5 s before the first sample
 
 
 async def test_a_stream_continuing_nothing_starts_at_the_current_media_time() -> None:
