@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import json
 import os
 import platform
 import signal
@@ -190,12 +191,18 @@ class ServerProcess:
     url: str = ""
     options: list[str] = field(default_factory=list)
     workdir: tempfile.TemporaryDirectory[str] | None = None
+    #: A script for the scripted engine (None: its default script).
+    script: dict[str, Any] | None = None
 
     def start(self) -> str:
         """Start the server on a free loopback port and return its WebSocket URL."""
         cli = Path(sys.executable).parent / "duplex-cli"
         self.workdir = tempfile.TemporaryDirectory(prefix="bench-serve-")
-        self.options = _serve_options(Path(self.workdir.name) / "script.json")
+        script = Path(self.workdir.name) / "script.json"
+        self.options = _serve_options(script)
+        if self.script is not None:
+            script.write_text(json.dumps(self.script), encoding="utf-8")
+            self.options = ["--engine", "scripted", "--script", str(script)]
         args = [str(cli), "serve", "--host", "127.0.0.1", "--port", "0"]
         args += ["--max-sessions", str(self.max_sessions), *self.options]
         env = {**os.environ, "NO_COLOR": "1"}

@@ -4,9 +4,9 @@ The items are 10 s clips of speech (eSpeak NG, the reference server's TTS, or a 
 synthetic signal when it is missing) with 1 fps 640x480 frames, H.264 + AAC in mp4; one clip
 is generated once into `BENCH_CACHE` (default: a folder in the temp directory) and hard-linked
 under 64 names in a directory, which is the eval's input. Each level runs in a fresh client
-process (`run_eval_async(dir, urls=[url], concurrency=N, tail_silence_s=1)`) against its own
-`duplex-cli serve --engine scripted` process on loopback, so the server's CPU is not the
-client's.
+process (`run_eval_async(dir, urls=[url], concurrency=N)`) against its own
+`duplex-cli serve --engine scripted` process on loopback (answering mid-clip, listening at
+the commit), so the server's CPU is not the client's.
 
 Reported per level: items per minute; achieved throughput against the ideal (64 x clip seconds
 / N of wall time); the median item duration (`duration_s`: connect to close, so the tail
@@ -16,8 +16,8 @@ item (the client process's user + sys CPU over the eval / 64); the server's and 
 the machine's CPU; timing-invalid items and failures (from `EvalResult.summary`); the items'
 send lateness p99 (median and max over the summary rows) and the largest end drift.
 Target: at N = 32, >= 90 % of the ideal with every item timing-valid.
-Run: `python -m benchmarks.bench_eval` (about 20 minutes: an item takes about 17 s, so N = 1
-alone takes 18); `BENCH_EVAL_LEVELS=32` picks levels, `BENCH_EVAL_TAIL_S` sets the tail
+Run: `python -m benchmarks.bench_eval` (about 14 minutes, 11 of them at N = 1);
+`BENCH_EVAL_LEVELS=32` picks levels, `BENCH_EVAL_TAIL_S` sets the tail
 silence; `--quick` or `BENCH_QUICK=1`: 4 items of 2 s at N = 2 and 4 (about 30 s).
 """
 
@@ -54,7 +54,17 @@ from benchmarks.bench_clips import cache_dir
 
 LEVELS_ENV = "BENCH_EVAL_LEVELS"
 TAIL_ENV = "BENCH_EVAL_TAIL_S"
-DEFAULT_TAIL_S = 1.0
+DEFAULT_TAIL_S = 0.0
+#: The model answers mid-clip (as a duplex model does while the user goes on) and listens at
+#: the commit, so an item lasts its clip plus the handshake and the settle wait, which is
+#: what the ideal (64 x clip seconds / N) can be compared with.
+SCRIPT: dict[str, Any] = {
+    "rules": [
+        {"on": "unit", "index": 3, "do": "speak", "audio_ms": 1500, "text": "an answer"},
+        {"on": "commit", "do": "listen"},
+    ],
+    "defaults": {"unit": {"do": "listen"}},
+}
 #: The level the target is judged at, and its bar.
 TARGET_LEVEL = 32
 TARGET_OF_IDEAL = 0.90
@@ -293,7 +303,7 @@ def _cpu_s(proc: Any) -> float:
 def measure(folder: Path, p: Plan, n: int) -> dict[str, Any]:
     """One level: a fresh server and a fresh client process running the whole eval."""
     with (
-        ServerProcess(max_sessions=max(40, n + 8)) as server,
+        ServerProcess(max_sessions=max(40, n + 8), script=SCRIPT) as server,
         tempfile.TemporaryDirectory(prefix="bench-eval-") as out,
     ):
         srv = psutil().Process(server.pid)

@@ -134,7 +134,9 @@ async def run_stream(
         progress.warn(str(warning))
 
     with collect_media_warnings(note):
-        source, closer = open_source(options)
+        # Opening probes the container and its streams (~20 ms a clip): off the loop, where
+        # other sessions of the same process are being paced.
+        source, closer = await asyncio.to_thread(open_source, options)
         progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
         try:
             annotations = options.user_speech(progress.media_total_ms)

@@ -132,13 +132,20 @@ async def run_eval_async(
         )
     jobs = plan_jobs(chosen, repeat)
     out = Path(output_dir)
+    progress = progress or EvalProgress()
+    record = settings_record(settings, base)
+    changed = changed_options(out / "eval.json", record)
+    if changed:
+        progress.notes.append(
+            f"run options differ from this eval's earlier run ({changed}): finished items keep "
+            "their results; use a new output directory to run everything with the new ones"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / "eval.json", settings_record(settings, base))
+        write_json_atomic(out / "eval.json", record)
     except OSError as exc:
         message = f"{out}: cannot write the output directory ({exc})"
         raise UsageError(message, param="output_dir") from None
-    progress = progress or EvalProgress()
     async with _endpoints(urls, base, settings, ray, server_engine) as (pool, executor):
         run = EvalRun(jobs, base, out, pool, settings, executor, progress)
         run.resume()
@@ -165,6 +172,19 @@ async def run_eval_async(
         out, agg, list(summary.records), summary.rows, code, error, run.unfinished,
         list(progress.notes),
     )  # fmt: skip
+
+
+def changed_options(path: Path, record: dict[str, Any]) -> str:
+    """Options an earlier `eval.json` at `path` had otherwise: `name a → b`, ... ('' if none)."""
+    import json
+
+    try:
+        before = json.loads(path.read_text(encoding="utf-8")).get("options", {})
+    except (OSError, ValueError, AttributeError):
+        return ""
+    now = record["options"]
+    names = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    return ", ".join(f"{k} {before.get(k)!r} → {now.get(k)!r}" for k in names)
 
 
 def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOptions:

@@ -98,9 +98,9 @@ def plan_jobs(items: Sequence[EvalItem], repeat: int) -> list[EvalJob]:
             jobs.append(EvalJob(item, r, key))
     keys = {j.key for j in jobs}
     if len(keys) < len(jobs):
-        counts = collections.Counter(j.key for j in jobs)
-        twice = sorted(k[6:] for k, n in counts.items() if n > 1)
-        raise ItemSetError(f"items and repeats share bundle folders: {', '.join(twice[:5])}")
+        counts = collections.Counter(i.id for i in items)  # given as a list, not loaded
+        twice = sorted(k for k, n in counts.items() if n > 1)
+        raise ItemSetError(f"duplicate item ids: {', '.join(twice[:5])}")
     nested = sorted(
         (parent, key)
         for key in keys

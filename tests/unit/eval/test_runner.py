@@ -1,0 +1,167 @@
+"""The eval's scheduling, retries, endpoint health and resume, with an executor that fakes runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from duplex_client.bundle import write_json_atomic
+from duplex_client.eval.endpoints import EndpointPool
+from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, failed_result
+from duplex_client.eval.items import EvalItem, ItemSetError
+from duplex_client.eval.runner import EvalProgress, EvalRun, EvalSettings, plan_jobs
+from duplex_client.run_options import RunOptions
+
+OK_DOC = {"ok": True, "status": "ok", "exit_code": 0, "error": None, "session_id": "s"}
+REFUSED = {**failed_result("cannot connect: connection refused", exit_code=1)}
+
+
+class FakeExecutor:
+    """Writes a result.json per attempt as `decide(job, slot)` says; records every attempt."""
+
+    def __init__(self, decide: Callable[[ItemJob, int], dict[str, object]]) -> None:
+        self.decide = decide
+        self.attempts: list[tuple[str, int, int]] = []
+        self.running = 0
+        self.most = 0
+
+    async def run(self, job: ItemJob, bundle_dir: Path, slot: int) -> ItemOutcome:
+        self.attempts.append((job.item.id, slot, job.attempt))
+        self.running += 1
+        self.most = max(self.most, self.running)
+        await asyncio.sleep(0.01)
+        self.running -= 1
+        doc = self.decide(job, slot)
+        bundle_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(bundle_dir / "result.json", doc)
+        return ItemOutcome.from_result(doc)
+
+    def close(self) -> None:
+        pass
+
+
+def make_run(
+    tmp_path: Path,
+    executor: FakeExecutor,
+    *,
+    n: int = 4,
+    endpoints: int = 1,
+    **settings: object,
+) -> EvalRun:
+    items = [EvalItem(f"i{k}", input_audio="x.wav") for k in range(n)]
+    pool = EndpointPool.of(
+        [(f"ws://e{k}", f"ws://e{k}") for k in range(endpoints)], retries=2, backoff_s=0.01
+    )
+    config = EvalSettings(start_interval_s=0.0, summary_every_s=0.0, **settings)  # type: ignore[arg-type]
+    run = EvalRun(
+        plan_jobs(items, config.repeat), RunOptions(), tmp_path, pool, config, executor,
+        EvalProgress(),
+    )  # fmt: skip
+    run.resume()
+    return run
+
+
+async def test_concurrency_is_per_endpoint_and_every_item_runs_once(tmp_path: Path) -> None:
+    executor = FakeExecutor(lambda job, slot: OK_DOC)
+    run = make_run(tmp_path, executor, n=8, endpoints=2, concurrency=2)
+    await run.run()
+    assert sorted(a[0] for a in executor.attempts) == [f"i{k}" for k in range(8)]
+    assert executor.most == 4  # 2 endpoints x 2
+    assert {a[1] for a in executor.attempts} == {0, 1}  # spread over both
+    assert [r.id for r in run.summary().records] == [f"i{k}" for k in range(8)]
+    assert run.unfinished == 0 and run.progress.done == 8
+
+
+async def test_an_endpoint_fault_retries_the_item_elsewhere(tmp_path: Path) -> None:
+    executor = FakeExecutor(lambda job, slot: REFUSED if slot == 0 else OK_DOC)
+    run = make_run(tmp_path, executor, n=4, endpoints=2)
+    await run.run()
+    records = {r.id: r for r in run.summary().records}
+    assert all(r.result["ok"] for r in records.values())
+    retried = [r for r in records.values() if r.attempts > 1]
+    assert retried and all(r.previous_errors[0].startswith("ws://e0: ") for r in retried)
+    # a retried item never went back to the endpoint that faulted for it
+    for item, slot, attempt in executor.attempts:
+        if attempt > 1:
+            assert slot == 1, (item, slot, attempt)
+    assert run.pool.endpoints[0].faults >= 1
+    side = json.loads((tmp_path / "items" / retried[0].id / ITEM_FILE).read_text())
+    assert side["endpoint"] == "ws://e1" and side["attempts"] == 2
+
+
+async def test_every_endpoint_down_stops_without_burning_the_queue(tmp_path: Path) -> None:
+    executor = FakeExecutor(lambda job, slot: REFUSED)
+    run = make_run(tmp_path, executor, n=10)
+    await run.run()
+    assert run.pool.all_down
+    assert len(executor.attempts) == 3  # faults 1, 2 (backoff each) and 3 (> retries): down
+    assert run.unfinished == 9
+    (record,) = run.summary().records
+    assert record.result["status"] == "failed" and record.attempts == 3
+
+
+async def test_an_item_failure_is_not_an_endpoint_fault(tmp_path: Path) -> None:
+    bad = failed_result("clip.mp4: not a media file")  # exit 2: the item's own input
+    executor = FakeExecutor(lambda job, slot: bad)
+    run = make_run(tmp_path, executor, n=5)
+    await run.run()
+    assert len(executor.attempts) == 5 and not run.pool.endpoints[0].down
+    assert run.progress.failed == 5
+
+
+async def test_resume_runs_only_unfinished_items_and_rerun_failed_adds_failed_ones(
+    tmp_path: Path,
+) -> None:
+    first = FakeExecutor(lambda job, slot: OK_DOC if job.item.id != "i1" else REFUSED)
+    await make_run(tmp_path, first, n=3, retries=0).run()
+    (tmp_path / "items" / "i2" / "result.json").write_text(
+        json.dumps({**OK_DOC, "status": "interrupted"})  # a run cut short: not final
+    )
+    second = FakeExecutor(lambda job, slot: OK_DOC)
+    run = make_run(tmp_path, second, n=3)
+    assert run.progress.resumed == 2
+    await run.run()
+    assert [a[0] for a in second.attempts] == ["i2"]
+    third = FakeExecutor(lambda job, slot: OK_DOC)
+    await make_run(tmp_path, third, n=3, rerun_failed=True).run()
+    assert [a[0] for a in third.attempts] == ["i1"]
+
+
+def test_bundle_keys_that_would_nest_or_collide_are_refused() -> None:
+    with pytest.raises(ItemSetError, match="'a' holds 'a/b'"):
+        plan_jobs([EvalItem("a"), EvalItem("a-x"), EvalItem("a/b")], 1)
+    with pytest.raises(ItemSetError, match="'a/1' holds 'a/1/1'"):
+        plan_jobs([EvalItem("a"), EvalItem("a/1")], 2)
+    with pytest.raises(ItemSetError, match="duplicate item ids: b"):
+        plan_jobs([EvalItem("b"), EvalItem("b")], 1)
+    keys = [j.key for j in plan_jobs([EvalItem("a"), EvalItem("b")], 2)]
+    assert keys == ["items/a/1", "items/a/2", "items/b/1", "items/b/2"]
+
+
+def test_an_outage_counts_once_however_many_items_were_running() -> None:
+    now = [100.0]
+    pool = EndpointPool.of([("u", "u")], retries=2, backoff_s=1.0, clock=lambda: now[0])
+    (e,) = pool.endpoints
+    epochs = [pool.started(e) for _ in range(8)]
+    for epoch in epochs:
+        pool.faulted(e, epoch, "refused")
+    assert e.faults == 1 and not e.down and pool.wait_s(e) == 1.0
+    now[0] += 1.0
+    pool.faulted(e, pool.started(e), "refused")
+    assert e.faults == 2 and pool.wait_s(e) == 2.0  # doubled
+    pool.faulted(e, pool.started(e), "refused")
+    assert e.down and pool.all_down and "u: refused" in pool.down_reason()
+
+
+def test_a_success_resets_the_fault_count() -> None:
+    pool = EndpointPool.of([("u", "u")], retries=1, backoff_s=0.0)
+    (e,) = pool.endpoints
+    pool.faulted(e, pool.started(e), "refused")
+    pool.started(e)
+    pool.succeeded(e)
+    pool.faulted(e, pool.started(e), "refused")
+    assert e.faults == 1 and not e.down
