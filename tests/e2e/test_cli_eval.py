@@ -317,3 +317,22 @@ def test_a_full_duplex_bench_tree_is_exported_aligned(tmp_path: Path) -> None:
         assert abs(onset_ms - 2500) <= 20, onset_ms
         # the same onset the turn metrics measured
         assert got[f"candor_turn_taking/{sample}"]["latency_p50_ms"] == pytest.approx(500, abs=20)
+
+
+def test_ray_runs_the_items_as_tasks_and_the_driver_writes_the_bundles(
+    media: Path, script: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "eval"
+    with servers(script) as (server,):
+        done = eval_cli(
+            str(media), "--output-dir", str(out), "--url", server.url, "--concurrency", "2",
+            "--ray", "--json",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["aggregate"]["ok"] == 3  # nothing of Ray's on stdout
+    got = rows(out)
+    assert sorted(r["id"] for r in got) == ["a.mp4", "c.wav", "sub/b.mp4"]
+    for row in got:
+        bundle = out / row["bundle"]
+        assert (bundle / "heard.wav").exists() and (bundle / "events.jsonl").exists()
+        assert json.loads((bundle / "result.json").read_text())["bundle_dir"] == str(bundle)
