@@ -308,7 +308,7 @@ def test_a_full_duplex_bench_tree_is_exported_aligned(tmp_path: Path) -> None:
         exported = out / "fdb" / "candor_turn_taking" / sample
         assert json.loads((exported / "turn_taking.json").read_text())[0]["timestamp"] == [2, 3]
         _, in_rate = read_wav_pcm16(tree / "candor_turn_taking" / sample / "input.wav")
-        pcm, out_rate = read_wav_pcm16(exported / "output.wav")
+        _, out_rate = read_wav_pcm16(exported / "output.wav")
         answer = read_wav_int16(exported / "output.wav")
         assert (in_rate, out_rate) == (rate, rate) and answer.ndim == 1
         assert abs(len(answer) - 3 * rate) <= rate // 50  # the input's length within 20 ms
