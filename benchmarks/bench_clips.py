@@ -13,8 +13,12 @@ largest lateness of a run's last append), from the runs' `input_timeline.json`; 
 per stream-second (the client process's CPU over the whole child, over N × clip length);
 peak RSS and its growth over the child's RSS before streaming; failed runs. Also the cost of
 planning alone (framer + decoding + JPEG, no network), one clip in a loop.
+Last, the event loop's stall at N = 32 (`benchmarks._stall`): a 5 ms loop-lag probe over the
+whole run, max and p99 within ±1 s of any stream's end (where the timeline and bundle files
+are written) against the rest, and the loop-thread stacks seen while it stalled.
 Clips are generated once into `BENCH_CACHE` (default: a folder in the temp directory).
-Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 3 s smoke run).
+Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 3 s smoke run;
+`--stall` or `BENCH_CLIPS_STALL=1`: only the stall measurement, N from `BENCH_CLIPS_STALL_N`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import ServerProcess, machine, percentile, quick_mode, table
+from benchmarks._stall import print_report, stall_child
 
 #: (label, size, seconds, levels) of the full run.
 CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
@@ -43,6 +48,9 @@ QUICK_CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
 ]
 KEYINT = 30
 MODES = ("ours", "inline")
+#: Set to 1 (or pass `--stall`) to run only the event-loop stall measurement.
+STALL_ENV = "BENCH_CLIPS_STALL"
+STALL_STREAMS = 32
 
 
 def cache_dir() -> Path:
@@ -146,6 +154,35 @@ def measure(clip: Path, n: int, mode: str, seconds: int) -> dict[str, Any]:
         return row
 
 
+def stall_mode() -> bool:
+    """Whether only the stall measurement was asked for (`BENCH_CLIPS_STALL=1` or `--stall`)."""
+    return os.environ.get(STALL_ENV, "") not in ("", "0") or "--stall" in sys.argv[1:]
+
+
+def measure_stall(clip: Path, n: int, seconds: int) -> dict[str, Any]:
+    """The event loop's stalls while N streams run (fresh server and client process)."""
+    with ServerProcess(max_sessions=n + 2) as server, tempfile.TemporaryDirectory() as out:
+        args = [sys.executable, "-m", "benchmarks.bench_clips", "--stall-child"]
+        args += [server.url, str(clip), str(n), out]
+        proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=seconds * 6 + 120)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            return {"streams": n, "errors": [f"client exited {proc.returncode}"]}
+        row: dict[str, Any] = json.loads(lines[-1])
+        return row
+
+
+def run_stall(quick: bool) -> None:
+    """The stall measurement (720p30; N = 32, 2 with `--quick`), printed with the load."""
+    label, size, seconds, _ = (QUICK_CLIPS if quick else CLIPS)[0]
+    raw = os.environ.get("BENCH_CLIPS_STALL_N") or str(STALL_STREAMS)
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"BENCH_CLIPS_STALL_N must be a positive whole number, got {raw!r}")
+    n = 2 if quick else int(raw)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print_report(label, measure_stall(clip_path(label, size, seconds), n, seconds), load)
+
+
 def planning_cost(clip: Path, seconds: int) -> float:
     """CPU ms per stream-second of planning alone (framer, decoding, resampling, JPEG)."""
     from duplex_client.framing import Framer, FramerConfig
@@ -163,6 +200,9 @@ def main() -> None:
     quick = quick_mode()
     clips = QUICK_CLIPS if quick else CLIPS
     print(f"machine: {machine()}")
+    if stall_mode():
+        run_stall(quick)
+        return
     rows: list[list[object]] = []
     plan_rows: list[list[object]] = []
     for label, size, seconds, levels in clips:
@@ -184,6 +224,8 @@ def main() -> None:
         "targets: <= 10 ms client CPU per stream-s (720p30, 1 fps); N = 32: p99 <= 10 ms,"
         " drift <= 5 ms, 0 failures, RSS growth <= 300 MB; one 4K stream: p99 <= 5 ms"
     )
+    print()
+    run_stall(quick)
 
 
 def _row(label: str, n: int, mode: str, r: dict[str, Any]) -> list[object]:
@@ -205,5 +247,7 @@ def _row(label: str, n: int, mode: str, r: dict[str, Any]) -> list[object]:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--stall-child":
+        stall_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
     else:
         main()

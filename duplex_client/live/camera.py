@@ -1,12 +1,21 @@
-"""The camera: OpenCV capture on a thread, latest frame wins; encoded only when a unit closes."""
+"""The camera: OpenCV capture on a thread, latest frame wins; encoded only when a unit closes.
+
+In a live session a unit's JPEG is made on a worker thread, never on the event loop's: the frame
+is chosen when the unit closes (inside the framer's push), its pixels go to a worker at once,
+and the session awaits the bytes just before it sends the append (`CameraFeed.encoded`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import EncodedImage, FrameGroup
 from duplex_client.live.devices import DeviceError, default_video_capture
 from duplex_client.live.sources import CapturedFrame, FrameCapture
@@ -139,11 +148,39 @@ def _prop(cap: Any, prop: int) -> float:
         return 0.0
 
 
-class CameraFeed:
-    """A `FrameCapture` as the live framer's `FrameFeed`: JPEG of the latest frame on demand.
+@dataclass(frozen=True, slots=True)
+class PendingFrame(FrameGroup):
+    """A frame chosen when its unit closed whose JPEG a worker thread is still encoding.
 
-    `pts_ms` is the frame's capture time on the media clock (`origin()` gives t0 on the
-    same monotonic clock). A frame sent again (the camera stalled) is marked `held`.
+    Its `base` carries the pts but no bytes yet: `CameraFeed.resolve` gives the group to send.
+    """
+
+    job: Future[EncodedImage] | None = field(default=None, compare=False, repr=False)
+
+
+def encode_frame(image: Any, pts_ms: int, quality: int, max_side: int) -> EncodedImage:
+    """A captured BGR frame downscaled to `max_side` and JPEG-encoded (worker-thread work)."""
+    from duplex_client.media.jpeg import encode_jpeg, resize_to_fit
+
+    pixels = resize_to_fit(image, max_side)
+    return EncodedImage(
+        data=encode_jpeg(pixels, quality),
+        pts_ms=pts_ms,
+        width=int(pixels.shape[1]),
+        height=int(pixels.shape[0]),
+    )
+
+
+class CameraFeed:
+    """A `FrameCapture` as the live framer's `FrameFeed`: the latest frame when a unit closes.
+
+    `latest()` chooses the frame: the capture's latest at that moment. With an `executor` (the
+    live session passes the planning pool) its pixels go to a worker thread and the groups it
+    returns are `PendingFrame`s until `resolve` swaps in the JPEG, once `encoded` has awaited
+    it; without one `latest()` encodes inline (for callers off the event loop). Each captured
+    frame is encoded at most once. `pts_ms` is the frame's capture time on the media clock
+    (`origin()` gives t0 on the same monotonic clock). A frame sent again (the camera
+    stalled) is marked `held`.
     """
 
     def __init__(
@@ -153,6 +190,7 @@ class CameraFeed:
         *,
         jpeg_quality: int = 80,
         frame_max_side: int = 640,
+        executor: Executor | None = None,
     ) -> None:
         if not 1 <= jpeg_quality <= 100:
             raise ValueError(f"jpeg_quality must be 1..100, got {jpeg_quality}")
@@ -161,6 +199,7 @@ class CameraFeed:
         self.jpeg_quality = jpeg_quality
         self.frame_max_side = frame_max_side
         self.frames_sent = 0
+        self._executor = executor
         self._seq = -1
         self._group: FrameGroup | None = None
 
@@ -169,25 +208,36 @@ class CameraFeed:
         return self.capture.latest() is not None
 
     def latest(self) -> FrameGroup | None:
-        """The latest frame as a JPEG group (encoded once per captured frame)."""
-        from duplex_client.media.jpeg import encode_jpeg, resize_to_fit
-
+        """The latest frame, chosen now; its JPEG is made on the executor's worker, if any."""
         frame = self.capture.latest()
         if frame is None:
             return None
         self.frames_sent += 1
         if frame.seq == self._seq and self._group is not None:
-            return FrameGroup(self._group.base, held=True)
-        pixels = resize_to_fit(frame.image, self.frame_max_side)
+            return replace(self._group, held=True)
         pts = max(0, round((frame.captured_at - self.origin()) * 1000))
-        image = EncodedImage(
-            data=encode_jpeg(pixels, self.jpeg_quality),
-            pts_ms=pts,
-            width=int(pixels.shape[1]),
-            height=int(pixels.shape[0]),
-        )
-        self._seq, self._group = frame.seq, FrameGroup(image)
+        args = (frame.image, pts, self.jpeg_quality, self.frame_max_side)
+        if self._executor is None:
+            self._group = FrameGroup(encode_frame(*args))
+        else:
+            job = self._executor.submit(encode_frame, *args)
+            self._group = PendingFrame(EncodedImage(b"", pts), job=job)
+        self._seq = frame.seq
         return self._group
+
+    async def encoded(self, append: PlannedAppend) -> None:
+        """Wait until the JPEG of `append`'s frame is made (at most one encode's time)."""
+        group = append.frames
+        if isinstance(group, PendingFrame) and group.job is not None:
+            # shielded: a cancelled wait must not cancel the encode held copies still share
+            await asyncio.shield(asyncio.wrap_future(group.job))
+
+    def resolve(self, append: PlannedAppend) -> PlannedAppend:
+        """`append` with its frame's JPEG in place of the pending one (await `encoded` first)."""
+        group = append.frames
+        if not isinstance(group, PendingFrame) or group.job is None:
+            return append
+        return replace(append, frames=FrameGroup(group.job.result(), held=group.held))
 
     def info(self, unit_ms: int) -> dict[str, Any]:
         """The timeline's `video` object: capture facts plus this feed's sampling."""

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from duplex_client.client.prefetch import planning_pool
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.framing.clock import MediaClock
@@ -125,6 +126,7 @@ class LiveSession:
                     lambda: self.clock.t0,
                     jpeg_quality=quality,
                     frame_max_side=max_side,
+                    executor=planning_pool(),  # no JPEG encoding on the loop's thread
                 )
             if self.player is not None:
                 self.player.start()
@@ -274,7 +276,11 @@ class LiveSession:
         if follow is not None:
             follow.expect(appends)  # a server commit heard meanwhile relabels the rest
         for planned in appends:
+            if self.feed is not None:  # its frame's JPEG, on a worker since the unit closed
+                await self.feed.encoded(planned)
             a = planned if follow is None else follow.take()
+            if self.feed is not None:
+                a = self.feed.resolve(a)
             sent_at = self.clock.now()
             event_id = await self.client.append_input(
                 a.pcm or None,
