@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import difflib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,12 @@ from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.embedded import embedded_server
 from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import AudioVisualSource
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import MediaWarning, collect_media_warnings
+from duplex_client.payloads import PayloadKeeper
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.results import (
     EXIT_FAILED,
@@ -74,6 +76,14 @@ __all__ = [
     "stream_clip",
     "stream_clip_blocking",
     "target_url",
+]
+
+
+#: Sends a run's input: (client, clock, timeline, on_sent) → what was sent. The default
+#: streams the options' media; a replay sends a recorded input instead.
+Sender = Callable[
+    [DuplexClient, MediaClock, InputTimeline, Callable[[PlannedAppend], None]],
+    Awaitable[StreamResult],
 ]
 
 
@@ -127,7 +137,7 @@ async def run_stream(
     progress = progress or RunProgress()
     if url:
         check_url(url)
-        options = await _with_listed_model(url, options, progress)
+        options = await with_listed_model(url, options, progress)
     config = options.session_config()
 
     def note(warning: MediaWarning) -> None:
@@ -136,7 +146,7 @@ async def run_stream(
     with collect_media_warnings(note):
         # Opening probes the container and its streams (~20 ms a clip): off the loop, where
         # other sessions of the same process are being paced.
-        source, closer = await asyncio.to_thread(open_source, options)
+        source, closer = await asyncio.to_thread(_open, options)
         progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
         try:
             annotations = options.user_speech(progress.media_total_ms)
@@ -150,14 +160,14 @@ async def run_stream(
                     keywords=(),
                 ) from None
             async with target_url(url, options) as target:
-                run = _Run(target, options, config, source, bundle, progress, annotations)
+                run = SessionRun(target, options, config, source, bundle, progress, annotations)
                 return await run.run()
         finally:
-            if closer is not None:
-                closer.close()
+            if closer is not None:  # closing a decoder takes tens of ms: not on the loop
+                await asyncio.shield(asyncio.to_thread(closer.close))
 
 
-async def _with_listed_model(url: str, options: RunOptions, progress: RunProgress) -> RunOptions:
+async def with_listed_model(url: str, options: RunOptions, progress: RunProgress) -> RunOptions:
     """Without `model`, the one model the server lists (said as a note), else the preset's."""
     if options.model is not None:
         return options
@@ -175,6 +185,14 @@ async def _with_listed_model(url: str, options: RunOptions, progress: RunProgres
     return dataclasses.replace(options, model=model)
 
 
+def _open(options: RunOptions) -> tuple[AudioVisualSource, Any]:
+    """Open the media and hash the audio file (the timeline records it), in a worker."""
+    source, closer = open_source(options)
+    if source.audio is not None:
+        source.audio.info()  # computes and keeps the file's sha256
+    return source, closer
+
+
 def _dropped(reason: str | None) -> bool:
     """Whether a session ended because its socket dropped."""
     return reason is not None and reason.startswith("disconnect")
@@ -187,7 +205,7 @@ def _source_ms(source: AudioVisualSource) -> int:
     return source.frames.duration_ms if source.frames is not None else 0
 
 
-class _Run:
+class SessionRun:
     """One session: connect, stream, finish the turn, close, record."""
 
     def __init__(
@@ -195,10 +213,11 @@ class _Run:
         url: str,
         options: RunOptions,
         config: SessionConfig,
-        source: AudioVisualSource,
+        source: AudioVisualSource | None,
         bundle: RunBundle,
         progress: RunProgress | None,
         annotations: list[SpeechSegment] | None = None,
+        sender: Sender | None = None,
     ) -> None:
         self.options = options
         self.source = source
@@ -230,6 +249,8 @@ class _Run:
         self.last_event_at = time.monotonic()
         self.stream_result: StreamResult | None = None
         self.commit_at: float | None = None
+        self.sender = sender
+        self.keeper = PayloadKeeper(bundle.dir) if options.keep_payloads else None
 
     def _on_event(self, event: Any, received_at: float) -> None:
         self.last_event_at = received_at
@@ -251,6 +272,8 @@ class _Run:
             result.status, result.exit_code = stop_status(self.progress.stop_reason)
             result.error = result.status
             raise
+        except UsageError as exc:  # refused before any input went out (a replay's grid)
+            result.error, result.exit_code = str(exc), EXIT_USAGE
         except DuplexClientError as exc:
             result.error = self._explain(exc)
         finally:
@@ -259,8 +282,16 @@ class _Run:
             self._complete(result, started)
             await self._measure(result)
             result.warnings = list(self.progress.warnings)  # media, model, listening notes
-            self.bundle.finish(result.to_dict())
+            # fsync'd file writes: off the loop, where other sessions may be pacing
+            await asyncio.shield(asyncio.to_thread(self._write_final, result.to_dict()))
         return result
+
+    def _write_final(self, doc: dict[str, Any]) -> None:
+        """The last files: session.json (final attachment generation), then result.json."""
+        if self.client.session_id is not None:
+            with contextlib.suppress(OSError):
+                self.bundle.write_session(self.client, url=self.client.url)
+        self.bundle.finish(doc)
 
     async def _measure(self, result: RunResult) -> None:
         """Heard files, turns and metrics; a failure here is reported, never lost silently."""
@@ -288,8 +319,24 @@ class _Run:
         self.timeline.set_session(session_id=client.session_id)
         self.bundle.write_session(client, url=client.url)
         self.progress.phase = "streaming"
-        self.stream_result = await stream(
-            client,
+        if self.sender is not None:
+            self.stream_result = await self.sender(client, self.clock, self.timeline, self._sent)
+        else:
+            self.stream_result = await self._stream()
+        self._note_chunk()
+        self.progress.phase = "finishing"
+        await self._finish_turn(self.stream_result)
+        self.progress.phase = "closing"
+
+    def _sent(self, append: PlannedAppend) -> None:
+        """Every sent append: into the listener's record, and the kept payloads."""
+        self.listening.sent.record(append)
+        if self.keeper is not None:
+            self.keeper.record(append)
+
+    async def _stream(self) -> StreamResult:
+        return await stream(
+            self.client,
             self.source,
             tail_silence_s=self.options.tail_silence_s,
             realtime=self.options.realtime,
@@ -297,12 +344,8 @@ class _Run:
             soundtrack_policy=self.options.soundtrack,  # type: ignore[arg-type]
             timeline=self.timeline,
             clock=self.clock,
-            on_sent=self.listening.sent.record,
+            on_sent=self._sent,
         )
-        self._note_chunk()
-        self.progress.phase = "finishing"
-        await self._finish_turn(self.stream_result)
-        self.progress.phase = "closing"
 
     async def _finish_turn(self, sr: StreamResult) -> None:
         """Wait for the commit, the post-commit decision when one is due, and drain responses."""
@@ -351,10 +394,18 @@ class _Run:
         )
 
     async def _close(self) -> None:
+        if self.keeper is not None:
+            self.keeper.close()
         await self.listening.stop()
         with contextlib.suppress(Exception):
             await asyncio.shield(self.client.close())
-        self.timeline.write_best_effort()
+        # Acks and errors heard since the stream's own write; rendered here, written off the loop.
+        text = self.timeline.render()
+        await asyncio.shield(asyncio.to_thread(self._write_timeline, text))
+
+    def _write_timeline(self, text: str) -> None:
+        with contextlib.suppress(Exception):
+            self.timeline.write(text=text)
 
     async def _tick(self, started: float) -> None:
         while True:
@@ -383,6 +434,3 @@ class _Run:
         judge(result, client, need_decision=True)
         if result.error and not self.options.reconnect and _dropped(client.closed_reason):
             result.error += " (the connection dropped and reconnection is off: --no-reconnect)"
-        if client.session_id is not None:
-            with contextlib.suppress(OSError):
-                self.bundle.write_session(client, url=client.url)  # final attachment generation

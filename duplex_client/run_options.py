@@ -146,6 +146,8 @@ class RunOptions:
     settle_s: float = 0.5
     reconnect: bool = True
     reconnect_attempts: int = 5
+    #: Keep the sent payloads (`input.pcm`, `frames/`) in the bundle, for `replay`.
+    keep_payloads: bool = False
     #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
     handshake_timeout_s: float = 30.0
     #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or
@@ -185,9 +187,13 @@ class RunOptions:
             raise UsageError(f"annotations: {exc}", param="annotations") from None
         return segments
 
-    def validate(self) -> None:
-        """Raise `UsageError` with a one-line message for any invalid combination."""
-        if not (self.input_video or self.input_audio or self.input_image):
+    def validate(self, *, media: bool = True) -> None:
+        """Raise `UsageError` with a one-line message for any invalid combination.
+
+        `media=False` checks everything but the input files (an eval's items or a replay
+        bring their own).
+        """
+        if media and not (self.input_video or self.input_audio or self.input_image):
             raise UsageError(
                 "nothing to stream: give input_video, input_audio or input_image",
                 keywords=("input_video", "input_audio", "input_image"),
@@ -218,7 +224,7 @@ class RunOptions:
                 raise UsageError(
                     f"{name} must be one of {allowed}, got {getattr(self, name)!r}", param=name
                 )
-        if self.input_image and not self.input_audio and self.tail_silence_s <= 0:
+        if media and self.input_image and not self.input_audio and self.tail_silence_s <= 0:
             raise UsageError(
                 "an image alone has no length: add input_audio or tail_silence_s",
                 param="input_image",

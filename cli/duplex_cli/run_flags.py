@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 from duplex_cli.options import (
     ADVANCED,
     INPUT,
+    OUTPUT,
     SERVER,
     SESSION,
     ApiKeyOpt,
@@ -166,6 +167,19 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
         None,
     ),
     ("output_dir", OutputDirOpt, None),
+    (
+        "keep_payloads",
+        Annotated[
+            bool,
+            _opt(
+                "--keep-payloads",
+                panel=OUTPUT,
+                metavar="",
+                help="Keep the sent audio and frames in the bundle (for duplex-cli replay).",
+            ),
+        ],
+        False,
+    ),
     ("timeout_s", _seconds(ADVANCED, "Seconds to wait for the answer after the input."), 30.0),
     ("require_audio", RequireAudioOpt, False),
     ("reconnect", ReconnectOpt, True),

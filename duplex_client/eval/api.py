@@ -146,7 +146,8 @@ async def run_eval_async(
     except OSError as exc:
         message = f"{out}: cannot write the output directory ({exc})"
         raise UsageError(message, param="output_dir") from None
-    async with _endpoints(urls, base, settings, ray, server_engine) as (pool, executor):
+    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress.notes)
+    async with endpoints as (pool, executor):
         run = EvalRun(jobs, base, out, pool, settings, executor, progress)
         run.resume()
         error, code = None, EXIT_OK
@@ -196,8 +197,7 @@ def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOpti
         if unknown:
             raise UsageError(f"{unknown[0]} is not an option of run_eval", keywords=())
         options = RunOptions(**run_options)
-    # Validate everything but the media, which each item brings.
-    dataclasses.replace(options, input_audio="x", input_video=None, input_image=None).validate()
+    options.validate(media=False)  # each item brings its media
     return options
 
 
@@ -236,6 +236,7 @@ async def _endpoints(
     settings: EvalSettings,
     ray: str | bool | None,
     engine: str | None,
+    notes: list[str],
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
@@ -265,7 +266,20 @@ async def _endpoints(
             )
         stack.callback(executor.close)
         pool = EndpointPool.of(pairs, retries=settings.retries, backoff_s=settings.backoff_s)
+        if options.model is None:  # asked once per endpoint, not once per item
+            for endpoint in pool.endpoints:
+                endpoint.model = await _listed_model(endpoint.url, options, notes)
         yield pool, executor
+
+
+async def _listed_model(url: str, options: RunOptions, notes: list[str]) -> str | None:
+    """The model an endpoint's items ask for: the one it lists, else the preset's."""
+    from duplex_client.client.http import model_for_run
+    from duplex_client.presets import preset_model
+
+    return await model_for_run(
+        url, None, api_key=options.api_key, default=preset_model(options.preset), note=notes.append
+    )
 
 
 def _export_fdb(

@@ -24,6 +24,8 @@ class Endpoint:
     index: int
     url: str
     shown: str
+    #: The model its items ask for (resolved once per endpoint; None: the options' own).
+    model: str | None = None
     faults: int = 0
     down: bool = False
     suspended_until: float = 0.0

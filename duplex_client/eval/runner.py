@@ -267,7 +267,10 @@ class EvalRun:
         bundle_dir = self.output_dir / job.key
         epoch = self.pool.started(endpoint)
         self.progress.running += 1
-        ij = ItemJob(job.item, job.repeat, job.key, endpoint.url, self.options, attempt)
+        options = self.options
+        if endpoint.model is not None and options.model is None:
+            options = dataclasses.replace(options, model=endpoint.model)
+        ij = ItemJob(job.item, job.repeat, job.key, endpoint.url, options, attempt)
         try:
             outcome = await self.executor.run(ij, bundle_dir, endpoint.index)
         except BaseException:

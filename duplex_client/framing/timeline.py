@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duplex_client.framing.clock import MediaClock, Pacing, SendTiming
+from duplex_client.framing.digest import SentDigest, audio_sha256
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.redact import (
     SLIDING_WINDOW_KEYS,
@@ -103,6 +104,7 @@ class InputTimeline:
         self.server_commits: list[dict[str, Any]] = []
         self._rows: dict[str, dict[str, Any]] = {}
         self._listening: set[int] = set()
+        self.digest = SentDigest()
 
     # --- settings ---
 
@@ -189,6 +191,8 @@ class InputTimeline:
             "duration_ms": append.duration_ms,
             "audio_end_ms": append.audio_end_ms,
             "is_speech": append.is_speech,
+            "audio_bytes": len(append.pcm),
+            "audio_sha256": audio_sha256(append.pcm),
             "scheduled_offset_ms": timing.scheduled_offset_ms,
             "sent_offset_ms": timing.sent_offset_ms,
             "lateness_ms": timing.lateness_ms,
@@ -199,6 +203,7 @@ class InputTimeline:
         }
         self.appends.append(row)
         self._rows[event_id] = row
+        self.digest.add(append.pcm, append.video_frames)
         return row
 
     def add_commit(
@@ -366,6 +371,7 @@ class InputTimeline:
             "commits": len(self.commits),
             "resends": sum(len(r["resends"]) for r in self.appends),
             "lateness_ms": lateness,
+            "sent_sha256": self.digest.hexdigest(),
         }
 
     def to_dict(self) -> dict[str, Any]:

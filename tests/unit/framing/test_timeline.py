@@ -34,8 +34,9 @@ TOP_LEVEL = [
 ]  # fmt: skip
 ROW = [
     "index", "event_id", "segment", "unit_kind", "unit_index", "media_start_ms", "media_end_ms",
-    "duration_ms", "audio_end_ms", "is_speech", "scheduled_offset_ms", "sent_offset_ms",
-    "lateness_ms", "fallback", "resends", "error_code", "frames",
+    "duration_ms", "audio_end_ms", "is_speech", "audio_bytes", "audio_sha256",
+    "scheduled_offset_ms", "sent_offset_ms", "lateness_ms", "fallback", "resends", "error_code",
+    "frames",
 ]  # fmt: skip
 COMMIT = [
     "index", "event_id", "after_append_index", "scheduled_offset_ms", "sent_offset_ms", "final",
@@ -102,12 +103,14 @@ def test_document_has_the_exact_schema_and_order() -> None:
 def test_rows_describe_the_appends() -> None:
     doc = filled().to_dict()
     row = doc["appends"][4]
-    assert {k: row[k] for k in ROW[2:14]} == {
+    assert {k: row[k] for k in ROW[2:16]} == {
         "segment": "clip", "unit_kind": "OMNI", "unit_index": 0, "media_start_ms": 800,
         "media_end_ms": 1000, "duration_ms": 200, "audio_end_ms": 1000, "is_speech": None,
+        "audio_bytes": 6400, "audio_sha256": row["audio_sha256"],
         "scheduled_offset_ms": 800.0, "sent_offset_ms": 800.25, "lateness_ms": 0.25,
         "fallback": False,
     }  # fmt: skip
+    assert len(row["audio_sha256"]) == 64
     data = fake_jpeg(0)
     assert row["frames"] == [{
         "role": "base", "source_pts_ms": 0, "held": False, "bytes": len(data),
@@ -118,6 +121,7 @@ def test_rows_describe_the_appends() -> None:
         "appends": 12, "audio_ms": 2400, "units": {"AUDIO": 0, "OMNI": 2, "VISION": 0},
         "fallback_units": 0, "frames": {"base": 2, "composite": 0}, "commits": 1,
         "resends": 0, "lateness_ms": {"p50": 0.25, "p99": 0.25, "max": 0.25},
+        "sent_sha256": doc["totals"]["sent_sha256"],
     }  # fmt: skip
     assert check_timeline(doc) == []
 

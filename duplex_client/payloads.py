@@ -1,0 +1,81 @@
+"""The sent payloads kept in a run bundle (`--keep-payloads`), so a replay needs nothing else.
+
+`input.pcm` holds every append's PCM16 bytes back to back, in the order sent (a row's slice
+starts at the sum of the earlier rows' `audio_bytes`); `frames/<append>_<role>.jpg` holds
+every image exactly as sent, at full size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from duplex_client.framing.plan import PlannedAppend
+
+INPUT_PCM_FILE = "input.pcm"
+FRAMES_DIR = "frames"
+
+
+def frame_name(append_index: int, role: str) -> str:
+    """The file (under `frames/`) of one sent image."""
+    return f"{append_index:06d}_{role}.jpg"
+
+
+class PayloadKeeper:
+    """Writes each sent append's payloads into the bundle as it goes out."""
+
+    def __init__(self, bundle_dir: Path) -> None:
+        self.dir = bundle_dir
+        (bundle_dir / FRAMES_DIR).mkdir(parents=True, exist_ok=True)
+        for old in (bundle_dir / FRAMES_DIR).glob("*.jpg"):
+            old.unlink()
+        self._pcm: BinaryIO | None = (bundle_dir / INPUT_PCM_FILE).open("wb")
+        self._index = 0
+
+    def record(self, append: PlannedAppend) -> None:
+        """Keep one sent append (an `on_sent` hook: called once per append, in order)."""
+        if self._pcm is not None:
+            self._pcm.write(append.pcm)
+        if append.frames is not None:
+            for image in append.frames.images:
+                path = self.dir / FRAMES_DIR / frame_name(self._index, image.role)
+                path.write_bytes(image.data)
+        self._index += 1
+
+    def close(self) -> None:
+        """Flush and close `input.pcm`."""
+        if self._pcm is not None:
+            with contextlib.suppress(OSError):
+                self._pcm.close()
+            self._pcm = None
+
+
+class KeptPayloads:
+    """Reads the payloads a bundle kept, for `RecordedInput.from_timeline`."""
+
+    def __init__(self, bundle_dir: Path, rows: list[dict[str, Any]]) -> None:
+        self.dir = bundle_dir
+        path = bundle_dir / INPUT_PCM_FILE
+        if not path.exists() or not (bundle_dir / FRAMES_DIR).is_dir():
+            raise FileNotFoundError(f"{bundle_dir}: no kept payloads (run with --keep-payloads)")
+        self._pcm = path.read_bytes()
+        self._offsets: dict[int, int] = {}
+        at = 0
+        for row in rows:
+            self._offsets[int(row["index"])] = at
+            at += int(row.get("audio_bytes") or 0)
+
+    def pcm(self, row: Mapping[str, Any]) -> bytes:
+        """The PCM one append sent."""
+        start = self._offsets[int(row["index"])]
+        return self._pcm[start : start + int(row.get("audio_bytes") or 0)]
+
+    def image(self, row: Mapping[str, Any], frame: Mapping[str, Any]) -> bytes:
+        """The bytes of one image an append sent (empty if the file is gone)."""
+        path = self.dir / FRAMES_DIR / frame_name(int(row["index"]), str(frame.get("role")))
+        try:
+            return path.read_bytes()
+        except OSError:
+            return b""

@@ -1,0 +1,199 @@
+"""Replay a run bundle: its recorded input, byte for byte, to any server, as a new bundle.
+
+`replay_bundle("runs/a", url=...)` reads the bundle's `input_timeline.json` and its kept
+payloads (`stream --keep-payloads`), checks every payload against its recorded sha256, and
+sends the same appends and commits on the same media clock. A server advertising another
+unit grid is refused before any input is sent (re-planning would make it another input).
+The new bundle's `sent_sha256` equals the original's when the input was identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duplex_client.bundle import RunBundle
+from duplex_client.client.config import SessionConfig
+from duplex_client.client.replaying import send_recorded
+from duplex_client.client.streaming import StreamResult
+from duplex_client.client.transport import check_url
+from duplex_client.client.websocket import DuplexClient
+from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.plan import PlannedAppend
+from duplex_client.framing.recorded import RecordedInput, RecordedInputError
+from duplex_client.framing.timeline import TIMELINE_FILENAME, InputTimeline
+from duplex_client.payloads import KeptPayloads
+from duplex_client.results import RunProgress, RunResult
+from duplex_client.run import SessionRun, target_url, with_listed_model
+from duplex_client.run_options import RunOptions, default_run_dir
+from duplex_client.usage import UsageError
+
+#: Facts of the recorded stream the new timeline repeats.
+DESCRIBED = (
+    "chunk_ms", "media_origin_ms", "tail_silence_ms", "audio_source", "video", "soundtrack_policy",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRun:
+    """A bundle read for replay: its input, the session it asked for, and its result."""
+
+    path: Path
+    input: RecordedInput
+    timeline: dict[str, Any]
+    session: dict[str, Any]
+    result: dict[str, Any]
+
+    @classmethod
+    def load(cls, path: str | Path) -> RecordedRun:
+        """Read and check a bundle; a `UsageError` (one line) says what is missing or differs."""
+        bundle = Path(path)
+        docs = {}
+        for name in (TIMELINE_FILENAME, "session.json", "result.json"):
+            try:
+                docs[name] = json.loads((bundle / name).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise UsageError(f"{bundle}: not a run bundle (no {name})", keywords=()) from None
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"{bundle / name}: unreadable ({exc})", keywords=()) from None
+        timeline = docs[TIMELINE_FILENAME]
+        try:
+            kept = KeptPayloads(bundle, list(timeline.get("appends") or []))
+            recorded = RecordedInput.from_timeline(timeline, kept.pcm, kept.image)
+        except (FileNotFoundError, RecordedInputError) as exc:
+            raise UsageError(f"{bundle}: {exc}", keywords=()) from None
+        return cls(bundle, recorded, timeline, docs["session.json"], docs["result.json"])
+
+    def session_config(self, ref_audio: str | None = None) -> SessionConfig:
+        """The session the original asked for (a reference voice must be given again)."""
+        sent = dict(self.session.get("config_sent") or {})
+        audio = sent.get("audio") or {}
+        config = SessionConfig(
+            modalities=tuple(sent.get("modalities") or ("audio", "text")),
+            input_audio_format=sent.get("input_audio_format", "pcm16"),
+            output_audio_format=sent.get("output_audio_format", "pcm16"),
+            input_sample_rate_hz=int(sent.get("sample_rate_hz", 16000)),
+            output_sample_rate_hz=int((audio.get("output") or {}).get("sample_rate_hz", 24000)),
+            turn_detection=sent.get("turn_detection"),
+            extra_body=dict(sent.get("extra_body") or {}),
+            **{k: sent[k] for k in _OPTIONAL if sent.get(k) is not None},
+        )
+        if ref_audio is not None:
+            options = RunOptions(ref_audio=ref_audio)
+            config = config.with_overrides(ref_audio=options.ref_audio_url())
+        return config
+
+    @property
+    def had_ref_audio(self) -> bool:
+        """Whether the original session carried a reference voice (redacted in the bundle)."""
+        return bool((self.session.get("config_sent") or {}).get("ref_audio"))
+
+
+_OPTIONAL = (
+    "overlap_policy", "playback_commit_policy", "instructions", "voice", "temperature",
+    "max_response_output_tokens", "idle_timeout_s",
+)  # fmt: skip
+
+
+async def replay_bundle(
+    path: str | Path,
+    url: str | None = None,
+    *,
+    output_dir: str | Path | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    ref_audio: str | None = None,
+    timeout_s: float = 30.0,
+    progress: RunProgress | None = None,
+) -> RunResult:
+    """Send the bundle's recorded input to `url` (None: an embedded reference server).
+
+    Returns the new run's `RunResult`; its bundle's `sent_sha256` equals the original's when
+    the same input went out. A bad bundle or a different unit grid refuses with a
+    `UsageError` (exit 2) before any input is sent.
+    """
+    recorded = RecordedRun.load(path)
+    progress = progress or RunProgress()
+    if recorded.had_ref_audio and ref_audio is None:
+        progress.warn("the original session had a reference voice: pass ref_audio to send one")
+    options = RunOptions(
+        model=model if model is not None else recorded.session.get("model"),
+        preset="none",
+        api_key=api_key,
+        timeout_s=timeout_s,
+        keep_payloads=True,
+        output_dir=Path(output_dir) if output_dir is not None else default_run_dir(),
+    )
+    options.validate(media=False)
+    if url:
+        check_url(url)
+        options = await with_listed_model(url, options, progress)
+    config = recorded.session_config(ref_audio)
+    assert options.output_dir is not None
+    try:
+        bundle = RunBundle(options.output_dir)
+    except OSError as exc:
+        message = f"{options.output_dir}: cannot write the output directory ({exc})"
+        raise UsageError(message, param="output_dir", keywords=()) from None
+    progress.media_total_ms = (
+        recorded.input.appends[-1].media_end_ms if recorded.input.appends else 0
+    )
+    async with target_url(url, options) as target:
+        run = SessionRun(target, options, config, None, bundle, progress, sender=_sender(recorded))
+        result = await run.run()
+    return result
+
+
+def _sender(
+    recorded: RecordedRun,
+) -> Callable[..., Any]:
+    facts = {k: recorded.timeline.get(k) for k in DESCRIBED}
+
+    async def send(
+        client: DuplexClient,
+        clock: MediaClock,
+        timeline: InputTimeline,
+        on_sent: Callable[[PlannedAppend], None],
+    ) -> StreamResult:
+        mismatch = recorded.input.grid_mismatch(client.capabilities)
+        if mismatch is not None:
+            raise UsageError(f"{mismatch}: not replayed (nothing was sent)", keywords=())
+        return await send_recorded(
+            client, recorded.input, clock=clock, timeline=timeline, describe=facts, on_sent=on_sent
+        )
+
+    return send
+
+
+def replay_bundle_blocking(path: str | Path, url: str | None = None, **kw: Any) -> RunResult:
+    """Blocking twin of `replay_bundle` for scripts and notebooks without an event loop."""
+    return asyncio.run(replay_bundle(path, url, **kw))
+
+
+def same_input(original: dict[str, Any], replay: dict[str, Any]) -> bool:
+    """Whether two `input_timeline.json` documents record the same sent payloads."""
+    a = (original.get("totals") or {}).get("sent_sha256")
+    return a is not None and a == (replay.get("totals") or {}).get("sent_sha256")
+
+
+def decision_changes(original: dict[str, Any], replay: dict[str, Any]) -> list[dict[str, Any]]:
+    """Units whose listen/speak decision differs between two `result.json` documents."""
+
+    def by_unit(doc: dict[str, Any]) -> dict[Any, str]:
+        out: dict[Any, str] = {}
+        for d in doc.get("decisions") or []:
+            if d.get("unit_index") is not None and d.get("decision"):
+                out.setdefault(d["unit_index"], d["decision"])
+        return out
+
+    a, b = by_unit(original), by_unit(replay)
+    units = sorted(set(a) | set(b), key=lambda u: (not isinstance(u, int), u))
+    return [
+        {"unit_index": u, "original": a.get(u), "replay": b.get(u)}
+        for u in units
+        if a.get(u) != b.get(u)
+    ]
