@@ -33,6 +33,7 @@ class Layout(StrEnum):
     dir = "dir"
     manifest = "manifest"
     fdb = "fdb"
+    bundles = "bundles"
 
 
 class Export(StrEnum):

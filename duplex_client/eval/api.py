@@ -132,6 +132,15 @@ async def run_eval_async(
         )
     jobs = plan_jobs(chosen, repeat)
     out = Path(output_dir)
+    inside = [
+        i.id for i in chosen if i.replay and Path(i.replay).resolve().is_relative_to(out.resolve())
+    ]
+    if inside:
+        raise UsageError(
+            f"output_dir {out} holds the bundles being replayed ({inside[0]}, ...): "
+            "give the replay its own output directory",
+            keywords=("output_dir",),
+        )
     progress = progress or EvalProgress()
     record = settings_record(settings, base)
     changed = changed_options(out / "eval.json", record)

@@ -16,7 +16,7 @@ from typing import Any
 from duplex_client.bundle import write_json_atomic
 from duplex_client.eval.items import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import EXIT_FAILED, EXIT_USAGE, OK_MEANING, RunProgress
+from duplex_client.results import EXIT_FAILED, EXIT_USAGE, OK_MEANING, RunProgress, RunResult
 from duplex_client.run_options import RunOptions
 
 #: `result.json` statuses that end an item: anything else (interrupted, none) runs again.
@@ -128,11 +128,32 @@ async def run_item(
     if job.item.error is not None:
         return _write_failure(bundle_dir, job.item.error)
     try:
-        options = item_options(job.item, job.options, bundle_dir)
-        result = await run_stream(job.url, options, progress=progress)
+        if job.item.replay is not None:
+            result = await _replay(job, bundle_dir, progress)
+        else:
+            options = item_options(job.item, job.options, bundle_dir)
+            result = await run_stream(job.url, options, progress=progress)
     except DuplexClientError as exc:  # usage or media: this item's input, nothing was sent
         return _write_failure(bundle_dir, str(exc))
     return ItemOutcome.from_result(result.to_dict())
+
+
+async def _replay(job: ItemJob, bundle_dir: Path, progress: RunProgress | None) -> RunResult:
+    """The item's recorded input sent again, byte for byte (the options' server settings)."""
+    from duplex_client.replay import replay_bundle
+
+    opts = job.options
+    assert job.item.replay is not None
+    return await replay_bundle(
+        job.item.replay,
+        job.url,
+        output_dir=bundle_dir,
+        model=opts.model,
+        api_key=opts.api_key,
+        ref_audio=opts.ref_audio,
+        timeout_s=opts.timeout_s,
+        progress=progress,
+    )
 
 
 def _write_failure(bundle_dir: Path, error: str) -> ItemOutcome:

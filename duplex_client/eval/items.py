@@ -27,7 +27,7 @@ KNOWN_COLUMNS = (
 VIDEO_EXTENSIONS: Final = (".mp4", ".mov", ".mkv", ".webm")
 AUDIO_EXTENSIONS: Final = (".wav", ".flac", ".mp3")
 
-_LAYOUTS: Final = ("dir", "manifest", "fdb")
+_LAYOUTS: Final = ("dir", "manifest", "fdb", "bundles")
 _MANIFEST_EXTENSIONS: Final = (".jsonl", ".csv")
 #: The longest file name most filesystems take (bytes): an id segment is a bundle directory.
 _MAX_SEGMENT_BYTES: Final = 255
@@ -61,12 +61,15 @@ class EvalItem:
     fdb_task: str | None = None
     fdb_dir: str | None = None
     error: str | None = None
+    #: A run bundle whose recorded input the item replays (instead of media files).
+    replay: str | None = None
 
 
 def load_items(source: str | os.PathLike[str], *, layout: str | None = None) -> list[EvalItem]:
     """The items of a media directory, a `.jsonl`/`.csv` manifest or a Full-Duplex-Bench tree.
 
-    `layout`: None recognises the kind; "dir", "manifest" or "fdb" forces one. Raises
+    `layout`: None recognises the kind; "dir", "manifest", "fdb" or "bundles" (run bundles
+    to replay: a folder of them, or an earlier eval's output directory) forces one. Raises
     `ItemSetError` when the set cannot run at all (missing, empty, duplicate ids); a row
     that cannot run becomes an item with `error` set.
     """
@@ -88,7 +91,7 @@ def load_items(source: str | os.PathLike[str], *, layout: str | None = None) -> 
             )
         items = _read_directory(path, layout)
     else:
-        if layout in ("dir", "fdb"):
+        if layout in ("dir", "fdb", "bundles"):
             raise ItemSetError(
                 f"layout {layout} needs a directory, {shown} is a file", param="layout"
             )
@@ -148,6 +151,10 @@ def id_problem(item_id: str) -> str | None:
 
 
 def _read_directory(root: Path, layout: str | None) -> list[EvalItem]:
+    from duplex_client.eval import bundles
+
+    if layout == "bundles" or (layout is None and bundles.is_bundle_tree(root)):
+        return bundles.read_bundle_items(root)
     if layout != "dir":
         from duplex_client.eval import fdb
 

@@ -23,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--require-audio", action="store_true")
     p.add_argument("--max-sessions", type=int, default=1)
     p.add_argument("--script", default=None, help="a JSON script for the scripted engine")
+    p.add_argument("--first-unit-ms", type=int, default=None)
     p.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
     return p
 
@@ -52,6 +53,7 @@ async def _serve(args: argparse.Namespace) -> None:
         engine=args.engine,
         script=Script.load(args.script) if args.script else None,
         limits=Limits(max_sessions=args.max_sessions),
+        first_unit_ms=args.first_unit_ms,
     )
     async with server:
         print(f"listening {server.url}", flush=True)

@@ -28,12 +28,13 @@ ANSWER_SCRIPT: dict[str, Any] = {
 class ServerProcess:
     """`python -m duplex_client.server` (scripted engine) in a process a test can kill."""
 
-    def __init__(self, script: Path, *, max_sessions: int = 4) -> None:
+    def __init__(self, script: Path, *, max_sessions: int = 4, extra: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "duplex_client.server", "--port", "0"),
                 *("--engine", "scripted", "--max-sessions", str(max_sessions)),
                 *("--script", str(script)),
+                *extra,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -1,0 +1,43 @@
+"""Run bundles as eval items: a whole earlier eval (or any folder of bundles) replayed.
+
+A bundle is a folder holding `input_timeline.json` and kept payloads (`input.pcm`, from
+`--keep-payloads`). Given an eval's output directory, its `items/` folder is the root, so the
+replay's ids are the original ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from duplex_client.eval.items import EvalItem
+
+TIMELINE = "input_timeline.json"
+PAYLOAD = "input.pcm"
+
+
+def is_bundle_tree(root: Path) -> bool:
+    """Whether `root` is a bundle, or holds bundles below it."""
+    return (root / TIMELINE).is_file() or any(_bundles(_base(root)))
+
+
+def read_bundle_items(root: Path) -> list[EvalItem]:
+    """One replay item per bundle under `root`, sorted; a bundle without payloads fails alone."""
+    base = _base(root)
+    items = []
+    for folder in sorted(_bundles(base)):
+        rel = folder.relative_to(base).as_posix()
+        if rel == ".":
+            rel = folder.name
+        error = None
+        if not (folder / PAYLOAD).is_file():
+            error = f"{folder}: no kept payloads (run with --keep-payloads)"
+        items.append(EvalItem(rel, replay=str(folder.resolve()), error=error))
+    return items
+
+
+def _base(root: Path) -> Path:
+    return root / "items" if (root / "items").is_dir() and (root / "eval.json").is_file() else root
+
+
+def _bundles(base: Path) -> list[Path]:
+    return [p.parent for p in base.rglob(TIMELINE) if not p.parent.name.startswith(".")]

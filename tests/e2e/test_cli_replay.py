@@ -1,0 +1,127 @@
+"""`duplex-cli replay`: a recorded input sent again byte for byte, or refused with nothing sent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.eval_support import ServerProcess, servers, write_script
+from tests.e2e.helpers import CLI, ENV
+from tests.support.media_files import write_clip
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`duplex-cli ARGS` to its end."""
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env=ENV, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A 3 s clip streamed with --keep-payloads to a scripted server: (bundle, script)."""
+    root = tmp_path_factory.mktemp("replay")
+    clip = write_clip(root / "clip.mp4", video_seconds=3.0, audio_seconds=3.0, fps=5)
+    script = write_script(root / "script.json")
+    with servers(script) as (server,):
+        done = cli(
+            "stream", "--input-video", str(clip), "--tail-silence-s", "1", "--url", server.url,
+            "--keep-payloads", "--output-dir", str(root / "original"), "-q",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return root / "original", script
+
+
+def test_a_replay_sends_the_same_input_and_gets_the_same_answers_3_of_3(
+    recorded: tuple[Path, Path], tmp_path: Path
+) -> None:
+    original, script = recorded
+    first = json.loads((original / "result.json").read_text())
+    digest = json.loads((original / "input_timeline.json").read_text())["totals"]["sent_sha256"]
+    with servers(script) as (other,):
+        for n in range(3):
+            out = tmp_path / f"replay{n}"
+            done = cli("replay", str(original), "--url", other.url, "-o", str(out), "--json")
+            assert done.returncode == 0, done.stderr
+            doc = json.loads(done.stdout)
+            assert doc["input_identical"] is True and doc["sent_sha256"] == digest
+            assert doc["decision_changes"] == []
+            again = json.loads((out / "result.json").read_text())
+            assert [(d["unit_index"], d["decision"]) for d in again["decisions"]] == [
+                (d["unit_index"], d["decision"]) for d in first["decisions"]
+            ]
+            assert again["transcript"] == first["transcript"] != ""
+            assert (out / "input.pcm").read_bytes() == (original / "input.pcm").read_bytes()
+
+
+def test_a_changed_payload_refuses_naming_the_first_append_and_sends_nothing(
+    recorded: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(recorded[0], bundle)
+    pcm = bytearray((bundle / "input.pcm").read_bytes())
+    pcm[7 * 6400 + 10] ^= 0xFF  # inside append 7 (200 ms appends of 6400 bytes)
+    (bundle / "input.pcm").write_bytes(bytes(pcm))
+    out = tmp_path / "replay"
+    done = cli("replay", str(bundle), "--url", "ws://127.0.0.1:9", "-o", str(out))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "append 7 (media 1400-1600 ms): its audio differs" in line
+    assert not out.exists()  # refused before anything was connected or written
+
+
+def test_a_bundle_without_payloads_says_how_to_record_one(
+    recorded: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(recorded[0], bundle)
+    (bundle / "input.pcm").unlink()
+    done = cli("replay", str(bundle), "-o", str(tmp_path / "replay"))
+    assert done.returncode == 2 and "--keep-payloads" in done.stderr
+
+
+def test_another_unit_grid_is_refused_before_any_input_is_sent(
+    recorded: tuple[Path, Path], tmp_path: Path
+) -> None:
+    original, script = recorded
+    server = ServerProcess(script, extra=("--first-unit-ms", "1030"))
+    try:
+        out = tmp_path / "replay"
+        done = cli("replay", str(original), "--url", server.url, "-o", str(out))
+    finally:
+        server.close()
+    assert done.returncode == 2, done.stderr
+    assert "first unit 1030 ms" in done.stderr and "first unit 1000 ms" in done.stderr
+    timeline = json.loads((out / "input_timeline.json").read_text())
+    assert timeline["appends"] == []  # nothing was sent
+    assert json.loads((out / "result.json").read_text())["exit_code"] == 2
+
+
+def test_a_whole_eval_is_replayed_against_a_second_endpoint(
+    recorded: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, script = recorded
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("a", "b"):
+        write_clip(clips / f"{name}.mp4", video_seconds=2.0, audio_seconds=2.0, fps=5)
+    first, second = tmp_path / "first", tmp_path / "second"
+    with servers(script, 2) as (a, b):
+        done = cli("eval", str(clips), "--output-dir", str(first), "--url", a.url,
+                   "--keep-payloads", "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        again = cli("eval", str(first), "--output-dir", str(second), "--url", b.url, "-q")
+        assert again.returncode == 0, again.stderr
+        onto_itself = cli("eval", str(first), "--output-dir", str(first), "--url", b.url)
+    assert onto_itself.returncode == 2 and "holds the bundles being replayed" in onto_itself.stderr
+    for item in ("a.mp4", "b.mp4"):
+        sent = [
+            json.loads((root / "items" / item / "input_timeline.json").read_text())["totals"]
+            for root in (first, second)
+        ]
+        assert sent[0]["sent_sha256"] == sent[1]["sent_sha256"]
+        assert json.loads((second / "items" / item / "result.json").read_text())["ok"]
