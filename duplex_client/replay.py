@@ -14,12 +14,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from duplex_client.bundle import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.replaying import send_recorded
-from duplex_client.client.streaming import StreamResult
+from duplex_client.client.streaming import StreamResult, StreamTarget
 from duplex_client.client.transport import check_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
@@ -36,6 +36,18 @@ from duplex_client.usage import UsageError
 DESCRIBED = (
     "chunk_ms", "media_origin_ms", "tail_silence_ms", "audio_source", "video", "soundtrack_policy",
 )  # fmt: skip
+
+
+class ReplayCondition(Protocol):
+    """One condition a sweep varies: it may change the input and/or wrap the transport."""
+
+    def input(self, recorded: RecordedInput) -> RecordedInput:
+        """The input to send (the recorded one, or a changed copy)."""
+        ...
+
+    def target(self, client: DuplexClient, clock: MediaClock) -> StreamTarget:
+        """Where the appends go (the client, or a wrapper that delays or drops)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +121,12 @@ async def replay_bundle(
     ref_audio: str | None = None,
     timeout_s: float = 30.0,
     progress: RunProgress | None = None,
+    condition: ReplayCondition | None = None,
 ) -> RunResult:
     """Send the bundle's recorded input to `url` (None: an embedded reference server).
+
+    `condition` (a sweep's) may change the input or wrap the transport; then the input is
+    on purpose not the original one.
 
     Returns the new run's `RunResult`; its bundle's `sent_sha256` equals the original's when
     the same input went out. A bad bundle or a different unit grid refuses with a
@@ -143,14 +159,14 @@ async def replay_bundle(
         recorded.input.appends[-1].media_end_ms if recorded.input.appends else 0
     )
     async with target_url(url, options) as target:
-        run = SessionRun(target, options, config, None, bundle, progress, sender=_sender(recorded))
+        run = SessionRun(
+            target, options, config, None, bundle, progress, sender=_sender(recorded, condition)
+        )
         result = await run.run()
     return result
 
 
-def _sender(
-    recorded: RecordedRun,
-) -> Callable[..., Any]:
+def _sender(recorded: RecordedRun, condition: ReplayCondition | None) -> Callable[..., Any]:
     facts = {k: recorded.timeline.get(k) for k in DESCRIBED}
 
     async def send(
@@ -162,8 +178,10 @@ def _sender(
         mismatch = recorded.input.grid_mismatch(client.capabilities)
         if mismatch is not None:
             raise UsageError(f"{mismatch}: not replayed (nothing was sent)", keywords=())
+        sent = recorded.input if condition is None else condition.input(recorded.input)
+        target: StreamTarget = client if condition is None else condition.target(client, clock)
         return await send_recorded(
-            client, recorded.input, clock=clock, timeline=timeline, describe=facts, on_sent=on_sent
+            target, sent, clock=clock, timeline=timeline, describe=facts, on_sent=on_sent
         )
 
     return send
