@@ -18,6 +18,7 @@ from duplex_client.client.streaming import (
     _Reconnecting,
     _sleep_until,
     reconnect_recorder,
+    send_append,
 )
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import FramingReport, PlannedAppend, StreamPosition
@@ -53,21 +54,8 @@ async def send_recorded(
     for index, append in enumerate(recorded.appends):
         if clock.realtime:
             await _sleep_until(clock, append.media_end_ms, sleep)
-        sent_at = clock.now()
-        event_id = await target.append_input(
-            append.pcm or None,
-            video_frames=append.video_frames,
-            is_speech=append.is_speech,
-            media_start_ms=append.media_start_ms,
-            media_end_ms=append.media_end_ms,
-            unit_index=append.unit_index,
-        )
-        ids.append(event_id)
+        ids.append(await send_append(target, append, clock, timeline, on_sent))
         end_ms = append.media_end_ms
-        if timeline is not None:
-            timeline.add_append(append, event_id, clock.timing(append.media_end_ms, sent_at))
-        if on_sent is not None:
-            on_sent(append)
         commit = commits.get(index)
         if commit is not None:
             commit_sent_at = clock.now()

@@ -187,6 +187,30 @@ def _split_source(
     return source, frames
 
 
+async def send_append(
+    target: StreamTarget,
+    append: PlannedAppend,
+    clock: MediaClock,
+    timeline: InputTimeline | None,
+    on_sent: Callable[[PlannedAppend], None] | None,
+) -> str:
+    """Send one append now, record it (due at its media end) and tell `on_sent`."""
+    sent_at = clock.now()
+    event_id = await target.append_input(
+        append.pcm or None,
+        video_frames=append.video_frames,
+        is_speech=append.is_speech,
+        media_start_ms=append.media_start_ms,
+        media_end_ms=append.media_end_ms,
+        unit_index=append.unit_index,
+    )
+    if timeline is not None:
+        timeline.add_append(append, event_id, clock.timing(append.media_end_ms, sent_at))
+    if on_sent is not None:
+        on_sent(append)
+    return event_id
+
+
 async def _sleep_until(
     clock: MediaClock, media_ms: float, sleep: Callable[[float], Awaitable[None]]
 ) -> None:
@@ -297,21 +321,8 @@ async def stream(
             append = await prefetch.take()
             if clock.realtime and append.media_end_ms > due:
                 await _sleep_until(clock, append.media_end_ms, sleep)
-            sent_at = clock.now()
-            event_id = await target.append_input(
-                append.pcm or None,
-                video_frames=append.video_frames,
-                is_speech=append.is_speech,
-                media_start_ms=append.media_start_ms,
-                media_end_ms=append.media_end_ms,
-                unit_index=append.unit_index,
-            )
-            ids.append(event_id)
+            ids.append(await send_append(target, append, clock, timeline, on_sent))
             end_ms = append.media_end_ms
-            if timeline is not None:
-                timeline.add_append(append, event_id, clock.timing(append.media_end_ms, sent_at))
-            if on_sent is not None:
-                on_sent(append)
         if describes and timeline is not None:
             timeline.soundtrack_policy = framer.report.soundtrack_record()
         end = framer.position

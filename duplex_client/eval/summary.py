@@ -8,14 +8,11 @@ client's sending, not the model. Pure apart from `ItemRecord.from_bundle` and `E
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import math
-import os
 import re
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -429,17 +426,6 @@ def _md_cell(text: str) -> str:
 
 
 def _write_atomic(target: Path, text: str) -> None:
-    """Write `text` (UTF-8) to a temporary file beside `target`, fsync, then rename over it."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    # Mode 0666 less the umask, like the bundle's other files (not mkstemp's 0600).
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    from duplex_client.files import write_text_atomic
+
+    write_text_atomic(target, text, newline="")  # CSV rows keep their own line ends

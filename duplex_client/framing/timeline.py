@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from duplex_client.files import write_text_atomic
 from duplex_client.framing.clock import MediaClock, Pacing, SendTiming
 from duplex_client.framing.digest import SentDigest, audio_sha256
 from duplex_client.framing.plan import PlannedAppend
@@ -423,19 +422,7 @@ class InputTimeline:
             target = target / TIMELINE_FILENAME
         if text is None:
             text = self.render()
-        # Created like the bundle's other files (mode 0666 less the umask), not mkstemp's 0600.
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_text_atomic(target, text)
         return target
 
     def write_best_effort(self, path: str | os.PathLike[str] | None = None) -> Path | None:
