@@ -336,3 +336,38 @@ def test_ray_runs_the_items_as_tasks_and_the_driver_writes_the_bundles(
         bundle = out / row["bundle"]
         assert (bundle / "heard.wav").exists() and (bundle / "events.jsonl").exists()
         assert json.loads((bundle / "result.json").read_text())["bundle_dir"] == str(bundle)
+
+
+def test_a_terminal_gets_a_progress_bar_and_a_pipe_does_not(
+    media: Path, script: Path, tmp_path: Path
+) -> None:
+    import os
+    import pty
+    import subprocess
+
+    from tests.e2e.helpers import CLI, ENV
+
+    leader, follower = pty.openpty()
+    with servers(script) as (server,):
+        args = [CLI, "eval", str(media), "--url", server.url, "--filter", "*.wav"]
+        proc = subprocess.Popen(
+            [*args, "--output-dir", str(tmp_path / "tty")],
+            stdout=subprocess.PIPE, stderr=follower, env={**ENV, "TERM": "xterm"},
+        )  # fmt: skip
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        proc.wait(60)
+        os.close(leader)
+        piped = eval_cli(*args[2:], "--output-dir", str(tmp_path / "pipe"))
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0
+    assert "running" in shown and "ETA" in shown and "latency p50" in shown
+    assert piped.returncode == 0 and "ETA" not in piped.stderr
