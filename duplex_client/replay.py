@@ -26,7 +26,8 @@ from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
 from duplex_client.framing.timeline import TIMELINE_FILENAME, InputTimeline
-from duplex_client.payloads import KeptPayloads
+from duplex_client.payloads import FRAMES_DIR, INPUT_PCM_FILE, KeptPayloads
+from duplex_client.rederive import rederive, replan_sender
 from duplex_client.results import RunProgress, RunResult
 from duplex_client.run import SessionRun, target_url, with_listed_model
 from duplex_client.run_options import RunOptions, default_run_dir
@@ -74,9 +75,13 @@ class RecordedRun:
                 raise UsageError(f"{bundle / name}: unreadable ({exc})", keywords=()) from None
         timeline = docs[TIMELINE_FILENAME]
         try:
-            kept = KeptPayloads(bundle, list(timeline.get("appends") or []))
-            recorded = RecordedInput.from_timeline(timeline, kept.pcm, kept.image)
-        except (FileNotFoundError, RecordedInputError) as exc:
+            if _no_payloads_kept(bundle):  # re-derived from the source files, then checked
+                pcm, image = rederive(timeline)
+            else:
+                kept = KeptPayloads(bundle, list(timeline.get("appends") or []))
+                pcm, image = kept.pcm, kept.image
+            recorded = RecordedInput.from_timeline(timeline, pcm, image)
+        except (FileNotFoundError, RecordedInputError, UsageError) as exc:
             raise UsageError(f"{bundle}: {exc}", keywords=()) from None
         return cls(bundle, recorded, timeline, docs["session.json"], docs["result.json"])
 
@@ -105,6 +110,11 @@ class RecordedRun:
         return bool((self.session.get("config_sent") or {}).get("ref_audio"))
 
 
+def _no_payloads_kept(bundle: Path) -> bool:
+    """Neither `input.pcm` nor `frames/`: recorded without --keep-payloads (one gone: damaged)."""
+    return not (bundle / INPUT_PCM_FILE).exists() and not (bundle / FRAMES_DIR).exists()
+
+
 _OPTIONAL = (
     "overlap_policy", "playback_commit_policy", "instructions", "voice", "temperature",
     "max_response_output_tokens", "idle_timeout_s",
@@ -122,17 +132,22 @@ async def replay_bundle(
     timeout_s: float = 30.0,
     progress: RunProgress | None = None,
     condition: ReplayCondition | None = None,
+    replan: bool = False,
 ) -> RunResult:
     """Send the bundle's recorded input to `url` (None: an embedded reference server).
 
     `condition` (a sweep's) may change the input or wrap the transport; then the input is
-    on purpose not the original one.
+    on purpose not the original one. `replan=True` re-plans the recorded source on the
+    server's grid when it is not the recorded one, instead of refusing (the result says so).
 
     Returns the new run's `RunResult`; its bundle's `sent_sha256` equals the original's when
     the same input went out. A bad bundle or a different unit grid refuses with a
     `UsageError` (exit 2) before any input is sent.
     """
-    recorded = RecordedRun.load(path)
+    if replan and condition is not None:
+        raise UsageError("replan and a sweep condition are exclusive", keywords=("replan",))
+    # Reading (or re-deriving: decoding) the recorded input is blocking work: off the loop.
+    recorded = await asyncio.to_thread(RecordedRun.load, path)
     progress = progress or RunProgress()
     if recorded.had_ref_audio and ref_audio is None:
         progress.warn("the original session had a reference voice: pass ref_audio to send one")
@@ -159,9 +174,10 @@ async def replay_bundle(
         recorded.input.appends[-1].media_end_ms if recorded.input.appends else 0
     )
     async with target_url(url, options) as target:
-        run = SessionRun(
-            target, options, config, None, bundle, progress, sender=_sender(recorded, condition)
-        )
+        sender = _sender(recorded, condition)
+        if replan:
+            sender = replan_sender(recorded.timeline, recorded.input, progress.warn, sender)
+        run = SessionRun(target, options, config, None, bundle, progress, sender=sender)
         result = await run.run()
     return result
 

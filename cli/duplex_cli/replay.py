@@ -14,6 +14,7 @@ from rich.table import Table
 
 from duplex_cli.display import print_summary
 from duplex_cli.options import (
+    INPUT,
     OUTPUT,
     ApiKeyOpt,
     JsonOpt,
@@ -34,7 +35,7 @@ def replay_command(
         Path,
         typer.Argument(
             metavar="BUNDLE",
-            help="A run bundle recorded with --keep-payloads.",
+            help="A run bundle (its kept payloads, else its source files re-derived).",
             show_default=False,
         ),
     ],
@@ -52,6 +53,30 @@ def replay_command(
             help="The replay's bundle (default ./runs/<time>).",
         ),
     ] = None,
+    replan: Annotated[
+        bool,
+        _opt(
+            "--replan",
+            panel=INPUT,
+            metavar="",
+            help="On a server with another unit grid, re-plan the recorded source on its grid "
+            "instead of refusing (the input is then not the recorded one; the result says so).",
+        ),
+    ] = False,
+    sweep: Annotated[
+        str | None,
+        _opt(
+            "--sweep",
+            panel=INPUT,
+            metavar="NAME=V1,V2,...",
+            help="One replay per value of one condition (pause_ms, jitter_ms, drop_at_ms, "
+            "noise_db), then a table of the turn metrics by value; -o is the sweep's folder.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int,
+        _opt("--seed", panel=INPUT, metavar="N", help="The sweep's random seed (jitter, noise)."),
+    ] = 0,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -59,6 +84,9 @@ def replay_command(
     """Send BUNDLE's recorded input again, byte for byte, and compare what came back."""
     setup_logging(verbose=verbose, quiet=quiet)
     err = stderr_console()
+    if sweep is not None:
+        options = {"model": model, "api_key": api_key, "ref_audio": ref_audio, "replan": replan}
+        sweep_command(bundle, url, sweep, seed, output_dir, options, json_output, quiet, verbose)
     progress = RunProgress()
     kwargs: dict[str, Any] = {
         "output_dir": output_dir,
@@ -66,6 +94,7 @@ def replay_command(
         "api_key": api_key,
         "ref_audio": ref_audio,
         "progress": progress,
+        "replan": replan,
     }
     try:
         result = asyncio.run(_main(bundle, url, kwargs, progress))
@@ -135,3 +164,58 @@ def print_comparison(console: Console, comparison: dict[str, Any]) -> None:
         table.add_row(str(row["unit_index"]), row["original"] or "–", row["replay"] or "–")
     console.print(f"decisions that differ: {len(changes)}")
     console.print(table)
+
+
+def sweep_command(
+    bundle: Path,
+    url: str | None,
+    spec: str,
+    seed: int,
+    output_dir: Path | None,
+    options: dict[str, Any],
+    json_output: bool,
+    quiet: bool,
+    verbose: bool,
+) -> None:
+    """`replay --sweep`: one replay per value, the table printed; exit 0 if every replay ran."""
+    from duplex_client.run_options import default_run_dir
+    from duplex_client.sweep import sweep_bundle
+    from duplex_client.sweep_conditions import parse_sweep
+    from duplex_client.usage import UsageError
+
+    err = stderr_console()
+    progress = RunProgress()
+
+    async def run() -> Any:
+        name, values = parse_sweep(spec)
+        if options.pop("replan"):
+            raise UsageError("--replan and --sweep are exclusive", keywords=())
+        with StopSignals(progress) as stops:
+            try:
+                out = output_dir or default_run_dir()
+                return await sweep_bundle(
+                    bundle, url, name, values, output_dir=out, seed=seed, progress=progress,
+                    **{k: v for k, v in options.items() if v is not None},
+                )  # fmt: skip
+            except asyncio.CancelledError:
+                if stops.received is not None:
+                    raise stops.received from None
+                raise
+
+    try:
+        result = asyncio.run(run())
+    except KeyboardInterrupt as exc:
+        raise fail(exc, verbose=verbose, err=err) from None
+    except Exception as exc:  # usage (2), stopped (143/129), a bug (1)
+        raise fail(exc, verbose=verbose, err=err) from None
+    if json_output:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    elif not quiet:
+        sys.stdout.write(result.markdown() + f"\nwritten: {result.output_dir}/sweep.md\n")
+    for replay in result.results:
+        for warning in replay.warnings:
+            note(err, "warning", "yellow", warning)
+    for row in result.rows:
+        if not row["ok"]:
+            note(err, "failed", "red", f"{row['error']} (bundle: {row['bundle_dir']})")
+    raise typer.Exit(result.exit_code)

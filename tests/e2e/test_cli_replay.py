@@ -125,3 +125,112 @@ def test_a_whole_eval_is_replayed_against_a_second_endpoint(
         ]
         assert sent[0]["sent_sha256"] == sent[1]["sent_sha256"]
         assert json.loads((second / "items" / item / "result.json").read_text())["ok"]
+
+
+@pytest.fixture(scope="module")
+def unkept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A 3 s clip streamed WITHOUT --keep-payloads to a scripted server: (bundle, script)."""
+    root = tmp_path_factory.mktemp("unkept")
+    clip = write_clip(root / "clip.mp4", video_seconds=3.0, audio_seconds=3.0, fps=5)
+    script = write_script(root / "script.json")
+    with servers(script) as (server,):
+        done = cli(
+            "stream", "--input-video", str(clip), "--tail-silence-s", "1", "--url", server.url,
+            "--output-dir", str(root / "original"), "-q",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (root / "original" / "input.pcm").exists()
+    return root / "original", script
+
+
+def _record(tmp_path: Path, script: Path, *extra: str) -> tuple[Path, Path]:
+    """A 1.5 s clip of its own streamed to a scripted server: (bundle, clip)."""
+    clip = write_clip(tmp_path / "own.mp4", video_seconds=1.5, audio_seconds=1.5, fps=5)
+    with servers(script) as (server,):
+        done = cli(
+            "stream", "--input-video", str(clip), "--url", server.url,
+            "--output-dir", str(tmp_path / "original"), "-q", *extra,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "original", clip
+
+
+def test_a_bundle_without_payloads_replays_from_its_source_files(
+    unkept: tuple[Path, Path], tmp_path: Path
+) -> None:
+    original, script = unkept
+    with servers(script) as (other,):
+        out = tmp_path / "replay"
+        done = cli("replay", str(original), "--url", other.url, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "input identical: yes" in done.stdout + done.stderr
+    first, again = (json.loads((p / "input_timeline.json").read_text()) for p in (original, out))
+    assert again["totals"]["sent_sha256"] == first["totals"]["sent_sha256"]
+    assert again["totals"]["frames"] == first["totals"]["frames"] != {"base": 0, "composite": 0}
+    assert json.loads((out / "result.json").read_text())["transcript"] != ""
+
+
+def test_a_changed_source_file_refuses_naming_the_first_append_and_sends_nothing(
+    unkept: tuple[Path, Path], tmp_path: Path
+) -> None:
+    original, clip = _record(tmp_path, unkept[1])
+    write_clip(clip, video_seconds=1.5, audio_seconds=1.5, fps=5, tone_hz=440.0)
+    out = tmp_path / "replay"
+    done = cli("replay", str(original), "--url", "ws://127.0.0.1:9", "-o", str(out))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"{clip} changed since the recording" in line
+    assert "append 0 (media 0-200 ms): its audio differs from the recorded bytes" in line
+    assert not out.exists()  # refused before anything was connected or written
+
+
+def test_a_bundle_whose_source_is_gone_says_so(unkept: tuple[Path, Path], tmp_path: Path) -> None:
+    original, clip = _record(tmp_path, unkept[1])
+    clip.unlink()
+    done = cli("replay", str(original), "-o", str(tmp_path / "replay"))
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert f"its source {clip} is gone" in line and "--keep-payloads" in line
+
+
+def test_replan_streams_the_source_again_on_the_servers_grid(
+    unkept: tuple[Path, Path], tmp_path: Path
+) -> None:
+    original, script = unkept
+    server = ServerProcess(script, extra=("--first-unit-ms", "1030"))
+    try:
+        out = tmp_path / "replay"
+        done = cli("replay", str(original), "--url", server.url, "--replan", "-o", str(out))
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    note = "replanned on the server's grid (first unit 1030 ms, then 1000 ms): the input is not"
+    assert note in done.stderr and "input identical: NO" in done.stdout + done.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert any(w.startswith(note) for w in result["warnings"]) and result["ok"]
+    timeline = json.loads((out / "input_timeline.json").read_text())
+    assert timeline["unit_grid"]["first_unit_ms"] == 1030
+    assert [r["media_end_ms"] for r in timeline["appends"] if r["unit_index"] == 0] == [1030]
+    recorded = json.loads((original / "input_timeline.json").read_text())
+    assert timeline["audio_source"]["sha256"] == recorded["audio_source"]["sha256"]
+
+
+def test_replan_without_the_source_cuts_the_kept_payloads_again(
+    unkept: tuple[Path, Path], tmp_path: Path
+) -> None:
+    original, clip = _record(tmp_path, unkept[1], "--keep-payloads")
+    clip.unlink()
+    server = ServerProcess(unkept[1], extra=("--first-unit-ms", "1030"))
+    try:
+        out = tmp_path / "replay"
+        done = cli("replay", str(original), "--url", server.url, "--replan", "-o", str(out))
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert "replanned from the kept payloads" in done.stderr
+    sent = (out / "input.pcm").read_bytes()
+    kept = (original / "input.pcm").read_bytes()
+    # The recorded 1000 ms, padded to the new grid's first unit (`trim` keeps a lone unit).
+    assert sent == kept + bytes(30 * 32) and len(kept) == 1000 * 32
+    timeline = json.loads((out / "input_timeline.json").read_text())
+    assert [r["media_end_ms"] for r in timeline["appends"] if r["unit_index"] == 0] == [1030]
