@@ -14,6 +14,7 @@ from tests.e2e.helpers import CLI, ENV
 from tests.support.media_files import write_clip
 
 pytestmark = pytest.mark.timeout(300)
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample.mp4"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,9 +24,10 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A 3 s clip streamed with --keep-payloads to a scripted server: (bundle, script)."""
+    """`make run`'s stream (the sample clip, 1 s of tail) with --keep-payloads, to a scripted
+    server: (bundle, script)."""
     root = tmp_path_factory.mktemp("replay")
-    clip = write_clip(root / "clip.mp4", video_seconds=3.0, audio_seconds=3.0, fps=5)
+    clip = SAMPLE
     script = write_script(root / "script.json")
     with servers(script) as (server,):
         done = cli(
