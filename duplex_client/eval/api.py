@@ -163,6 +163,7 @@ async def run_eval_async(
         try:
             await run.run()
         except asyncio.CancelledError:
+            run.collect_finished()
             await asyncio.shield(run.write_summary())
             raise
         progress.notes.extend(pool.log)

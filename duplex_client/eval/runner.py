@@ -206,6 +206,15 @@ class EvalRun:
         records = [self.records[j.key] for j in self.jobs if j.key in self.records]
         return EvalSummary(records, max_lateness_ms=self.settings.max_lateness_ms)
 
+    def collect_finished(self) -> None:
+        """Read in every finished bundle not yet recorded (an item that ended just as the eval
+        was stopped has its result on disk before the runner has read it)."""
+        for job in self.jobs:
+            if job.key not in self.records:
+                outcome = read_outcome(self.output_dir / job.key)
+                if outcome is not None and outcome.final:
+                    self._load(job)
+
     async def write_summary(self) -> EvalSummary:
         """Write summary.jsonl/.csv/.md off the loop and return the summary."""
         summary = self.summary()
@@ -320,6 +329,8 @@ class EvalRun:
         """Read a finished job's bundle into its summary record (and the live figures)."""
         import json
 
+        if job.key in self.records:  # read already (a stop raced the runner's own read)
+            return self.records[job.key]
         bundle_dir = self.output_dir / job.key
         side: dict[str, Any] = {}
         with contextlib.suppress(OSError, ValueError):

@@ -165,3 +165,13 @@ def test_a_success_resets_the_fault_count() -> None:
     pool.succeeded(e)
     pool.faulted(e, pool.started(e), "refused")
     assert e.faults == 1 and not e.down
+
+
+def test_a_stop_collects_items_finished_on_disk_but_not_yet_read(tmp_path: Path) -> None:
+    run = make_run(tmp_path, FakeExecutor(lambda job, slot: OK_DOC), n=3)
+    bundle = tmp_path / "items" / "i1"
+    bundle.mkdir(parents=True)
+    write_json_atomic(bundle / "result.json", OK_DOC)  # written; the runner not told yet
+    run.collect_finished()
+    run.collect_finished()  # twice: still one record, counted once
+    assert [r.id for r in run.summary().records] == ["i1"] and run.progress.done == 1
