@@ -162,7 +162,7 @@ async def replay_bundle(
     options.validate(media=False)
     if url:
         check_url(url)
-        options = await with_listed_model(url, options, progress)
+        options = await with_listed_model(url, options, progress.warn)
     config = recorded.session_config(ref_audio)
     assert options.output_dir is not None
     try:

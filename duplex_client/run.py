@@ -137,7 +137,7 @@ async def run_stream(
     progress = progress or RunProgress()
     if url:
         check_url(url)
-        options = await with_listed_model(url, options, progress)
+        options = await with_listed_model(url, options, progress.warn)
     config = options.session_config()
 
     def note(warning: MediaWarning) -> None:
@@ -167,8 +167,10 @@ async def run_stream(
                 await asyncio.shield(asyncio.to_thread(closer.close))
 
 
-async def with_listed_model(url: str, options: RunOptions, progress: RunProgress) -> RunOptions:
-    """Without `model`, the one model the server lists (said as a note), else the preset's."""
+async def with_listed_model(
+    url: str, options: RunOptions, note: Callable[[str], None]
+) -> RunOptions:
+    """Without `model`, the one model the server lists (told to `note`), else the preset's."""
     if options.model is not None:
         return options
     from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, model_for_run
@@ -179,7 +181,7 @@ async def with_listed_model(url: str, options: RunOptions, progress: RunProgress
         None,
         api_key=options.api_key,
         default=preset_model(options.preset),
-        note=progress.warn,
+        note=note,
         timeout_s=min(DEFAULT_HTTP_TIMEOUT_S, options.handshake_timeout_s / 2),
     )
     return dataclasses.replace(options, model=model)

@@ -251,6 +251,7 @@ async def _endpoints(
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
     from duplex_client.embedded import embedded_server
+    from duplex_client.run import with_listed_model
 
     async with contextlib.AsyncExitStack() as stack:
         if urls:
@@ -278,18 +279,10 @@ async def _endpoints(
         pool = EndpointPool.of(pairs, retries=settings.retries, backoff_s=settings.backoff_s)
         if options.model is None:  # asked once per endpoint, not once per item
             for endpoint in pool.endpoints:
-                endpoint.model = await _listed_model(endpoint.url, options, notes)
+                endpoint.model = (
+                    await with_listed_model(endpoint.url, options, notes.append)
+                ).model
         yield pool, executor
-
-
-async def _listed_model(url: str, options: RunOptions, notes: list[str]) -> str | None:
-    """The model an endpoint's items ask for: the one it lists, else the preset's."""
-    from duplex_client.client.http import model_for_run
-    from duplex_client.presets import preset_model
-
-    return await model_for_run(
-        url, None, api_key=options.api_key, default=preset_model(options.preset), note=notes.append
-    )
 
 
 def _export_fdb(

@@ -72,6 +72,10 @@ class EndpointPool:
         endpoint.running += 1
         return endpoint.epoch
 
+    def abandoned(self, endpoint: Endpoint) -> None:
+        """An item stopped without an outcome (the eval was cancelled): neither way counted."""
+        endpoint.running -= 1
+
     def succeeded(self, endpoint: Endpoint) -> None:
         """The endpoint served a session to its end (whatever the answer): its faults reset."""
         endpoint.running -= 1

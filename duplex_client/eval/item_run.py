@@ -16,7 +16,7 @@ from typing import Any
 from duplex_client.bundle import write_json_atomic
 from duplex_client.eval.items import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import EXIT_FAILED, EXIT_USAGE, OK_MEANING, RunProgress, RunResult
+from duplex_client.results import EXIT_FAILED, EXIT_USAGE, RunProgress, RunResult
 from duplex_client.run_options import RunOptions
 
 #: `result.json` statuses that end an item: anything else (interrupted, none) runs again.
@@ -89,23 +89,8 @@ def item_options(item: EvalItem, base: RunOptions, bundle_dir: Path) -> RunOptio
 
 
 def failed_result(error: str, *, exit_code: int = EXIT_USAGE) -> dict[str, Any]:
-    """The `result.json` of an item that could not run at all."""
-    return {
-        "ok": False,
-        "ok_means": OK_MEANING,
-        "status": "failed",
-        "exit_code": exit_code,
-        "error": error,
-        "session_id": None,
-        "decisions": [],
-        "counts": {},
-        "lateness_ms": None,
-        "transcript": "",
-        "timing": "realtime",
-        "warnings": [],
-        "turns": None,
-        "metrics": None,
-    }
+    """The `result.json` of an item that could not run at all (a run that never started)."""
+    return RunResult(ok=False, status="failed", exit_code=exit_code, error=error).to_dict()
 
 
 def clear_bundle(bundle_dir: Path) -> None:

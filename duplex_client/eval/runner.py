@@ -22,7 +22,7 @@ from duplex_client.bundle import write_json_atomic
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
 from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.items import EvalItem, ItemSetError
-from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.eval.summary import EvalSummary, ItemRecord, summary_row
 from duplex_client.run_options import RunOptions
 
 
@@ -283,7 +283,7 @@ class EvalRun:
         try:
             outcome = await self.executor.run(ij, bundle_dir, endpoint.index)
         except BaseException:
-            endpoint.running -= 1
+            self.pool.abandoned(endpoint)
             raise
         finally:
             self.progress.running -= 1
@@ -352,18 +352,12 @@ class EvalRun:
             return None
         self.records[job.key] = record
         self.progress.done += 1
-        row = _row(record, self.settings.max_lateness_ms)
+        row = summary_row(record, max_lateness_ms=self.settings.max_lateness_ms)
         if row.get("timing_valid") is False:
             self.progress.timing_invalid += 1
         if row.get("latency_p50_ms") is not None:
             self.progress.latencies_ms.append(float(row["latency_p50_ms"]))
         return record
-
-
-def _row(record: ItemRecord, max_lateness_ms: float) -> dict[str, Any]:
-    from duplex_client.eval.summary import summary_row
-
-    return summary_row(record, max_lateness_ms=max_lateness_ms)
 
 
 def settings_record(settings: EvalSettings, options: RunOptions) -> dict[str, Any]:
