@@ -26,7 +26,7 @@ from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
 from duplex_client.framing.timeline import TIMELINE_FILENAME, InputTimeline
-from duplex_client.payloads import FRAMES_DIR, INPUT_PCM_FILE, KeptPayloads
+from duplex_client.payloads import INPUT_PCM_FILE, KeptPayloads, kept_frames_dir
 from duplex_client.rederive import rederive, replan_sender
 from duplex_client.results import RunProgress, RunResult
 from duplex_client.run import SessionRun, target_url, with_listed_model
@@ -111,8 +111,9 @@ class RecordedRun:
 
 
 def _no_payloads_kept(bundle: Path) -> bool:
-    """Neither `input.pcm` nor `frames/`: recorded without --keep-payloads (one gone: damaged)."""
-    return not (bundle / INPUT_PCM_FILE).exists() and not (bundle / FRAMES_DIR).exists()
+    """Neither `input.pcm` nor kept frames (`sent_frames/`, or an older bundle's `frames/`):
+    recorded without --keep-payloads (one gone: damaged)."""
+    return not (bundle / INPUT_PCM_FILE).exists() and kept_frames_dir(bundle) is None
 
 
 _OPTIONAL = (
@@ -133,12 +134,14 @@ async def replay_bundle(
     progress: RunProgress | None = None,
     condition: ReplayCondition | None = None,
     replan: bool = False,
+    thumbnails: bool = True,
 ) -> RunResult:
     """Send the bundle's recorded input to `url` (None: an embedded reference server).
 
     `condition` (a sweep's) may change the input or wrap the transport; then the input is
     on purpose not the original one. `replan=True` re-plans the recorded source on the
     server's grid when it is not the recorded one, instead of refusing (the result says so).
+    `thumbnails=False` leaves the frame thumbnails (`frames/`) out of the new bundle.
 
     Returns the new run's `RunResult`; its bundle's `sent_sha256` equals the original's when
     the same input went out. A bad bundle or a different unit grid refuses with a
@@ -157,6 +160,7 @@ async def replay_bundle(
         api_key=api_key,
         timeout_s=timeout_s,
         keep_payloads=True,
+        thumbnails=thumbnails,
         output_dir=Path(output_dir) if output_dir is not None else default_run_dir(),
     )
     options.validate(media=False)
@@ -212,22 +216,3 @@ def same_input(original: dict[str, Any], replay: dict[str, Any]) -> bool:
     """Whether two `input_timeline.json` documents record the same sent payloads."""
     a = (original.get("totals") or {}).get("sent_sha256")
     return a is not None and a == (replay.get("totals") or {}).get("sent_sha256")
-
-
-def decision_changes(original: dict[str, Any], replay: dict[str, Any]) -> list[dict[str, Any]]:
-    """Units whose listen/speak decision differs between two `result.json` documents."""
-
-    def by_unit(doc: dict[str, Any]) -> dict[Any, str]:
-        out: dict[Any, str] = {}
-        for d in doc.get("decisions") or []:
-            if d.get("unit_index") is not None and d.get("decision"):
-                out.setdefault(d["unit_index"], d["decision"])
-        return out
-
-    a, b = by_unit(original), by_unit(replay)
-    units = sorted(set(a) | set(b), key=lambda u: (not isinstance(u, int), u))
-    return [
-        {"unit_index": u, "original": a.get(u), "replay": b.get(u)}
-        for u in units
-        if a.get(u) != b.get(u)
-    ]

@@ -12,6 +12,7 @@ from duplex_cli.devices import devices_command
 from duplex_cli.eval import EvalCommand, eval_command
 from duplex_cli.live import live_command
 from duplex_cli.replay import replay_command
+from duplex_cli.report import report_command
 from duplex_cli.serve import serve_command
 from duplex_cli.stream import stream_command
 
@@ -56,6 +57,7 @@ def main_options(
 app.command("stream")(stream_command)
 app.command("eval", cls=EvalCommand)(eval_command)
 app.command("replay")(replay_command)
+app.command("report")(report_command)
 app.command("serve")(serve_command)
 app.command("live")(live_command)
 app.command("devices")(devices_command)

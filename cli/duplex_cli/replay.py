@@ -26,7 +26,8 @@ from duplex_cli.options import (
     _opt,
 )
 from duplex_cli.running import StopSignals, fail, note, setup_logging, stderr_console
-from duplex_client.replay import decision_changes, replay_bundle, same_input
+from duplex_client.replay import replay_bundle, same_input
+from duplex_client.report.diff import decision_changes
 from duplex_client.results import RunProgress, RunResult
 
 
