@@ -4,7 +4,11 @@ Files: `events.jsonl` (every server event with its receive time since the bundle
 `t_ms`, and on the media clock, `media_ms`; audio payloads elided to their size, secrets
 redacted), `output.wav` (all kept answer audio in order) and one WAV per
 response, `transcript.txt`, `session.json` (config sent with secrets removed, capabilities
-received) and `result.json`. `input_timeline.json` is written by `InputTimeline`.
+received) and `result.json`. `input_timeline.json` is written by `InputTimeline`;
+`frames/<unit>_<k>.jpg` (small JPEG thumbnails of the images sent, image `k` of the append
+closing unit `<unit>`, longest side 160 px) by `ThumbnailWriter`, unless `thumbnails=False`;
+`input.pcm` and `sent_frames/` (the payloads at full size) by `PayloadKeeper`, with
+`keep_payloads=True`.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.transport import redact_url
 from duplex_client.framing.clock import MediaClock
 from duplex_client.listening_report import CONVERSATION_FILE, HEARD_FILE, SENT_FILE
+from duplex_client.payloads import INPUT_PCM_FILE, SENT_FRAMES_DIR
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
+from duplex_client.thumbnails import remove_thumbnails
 from duplex_client.wavfile import GrowingWav
 
 #: Event fields holding base64 media; replaced by a size note in `events.jsonl`.
@@ -77,6 +83,11 @@ class RunBundle:
         for name in BUNDLE_FILES:
             (self.dir / name).unlink(missing_ok=True)
         for old in self.dir.glob("response_*.wav"):
+            old.unlink(missing_ok=True)
+        remove_thumbnails(self.dir)
+        # Payloads kept by an earlier run (`--keep-payloads`) would be taken for this run's.
+        (self.dir / INPUT_PCM_FILE).unlink(missing_ok=True)
+        for old in (self.dir / SENT_FRAMES_DIR).glob("*.jpg"):
             old.unlink(missing_ok=True)
         self.clock = clock
         self.origin = clock()

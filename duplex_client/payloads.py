@@ -1,8 +1,9 @@
 """The sent payloads kept in a run bundle (`--keep-payloads`), so a replay needs nothing else.
 
 `input.pcm` holds every append's PCM16 bytes back to back, in the order sent (a row's slice
-starts at the sum of the earlier rows' `audio_bytes`); `frames/<append>_<role>.jpg` holds
-every image exactly as sent, at full size.
+starts at the sum of the earlier rows' `audio_bytes`); `sent_frames/<append>_<role>.jpg`
+holds every image exactly as sent, at full size (`frames/` holds only the thumbnails). A
+bundle written before thumbnails existed kept those images in `frames/`; it is still read.
 """
 
 from __future__ import annotations
@@ -13,14 +14,32 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from duplex_client.framing.plan import PlannedAppend
+from duplex_client.thumbnails import THUMBNAILS_DIR, is_thumbnail_name
 
 INPUT_PCM_FILE = "input.pcm"
-FRAMES_DIR = "frames"
+#: The bundle folder holding every sent image at full size.
+SENT_FRAMES_DIR = "sent_frames"
+#: Where bundles written before thumbnails kept the sent images (now the thumbnails' folder).
+LEGACY_FRAMES_DIR = THUMBNAILS_DIR
 
 
 def frame_name(append_index: int, role: str) -> str:
-    """The file (under `frames/`) of one sent image."""
+    """The file (under `sent_frames/`) of one sent image."""
     return f"{append_index:06d}_{role}.jpg"
+
+
+def kept_frames_dir(bundle_dir: Path) -> Path | None:
+    """The folder a bundle keeps its sent images in (None: it kept none).
+
+    `sent_frames/`, or in a bundle written before thumbnails, `frames/` holding no thumbnail.
+    """
+    current = bundle_dir / SENT_FRAMES_DIR
+    if current.is_dir():
+        return current
+    legacy = bundle_dir / LEGACY_FRAMES_DIR
+    if legacy.is_dir() and not any(is_thumbnail_name(p.name) for p in legacy.iterdir()):
+        return legacy
+    return None
 
 
 class PayloadKeeper:
@@ -28,8 +47,8 @@ class PayloadKeeper:
 
     def __init__(self, bundle_dir: Path) -> None:
         self.dir = bundle_dir
-        (bundle_dir / FRAMES_DIR).mkdir(parents=True, exist_ok=True)
-        for old in (bundle_dir / FRAMES_DIR).glob("*.jpg"):
+        (bundle_dir / SENT_FRAMES_DIR).mkdir(parents=True, exist_ok=True)
+        for old in (bundle_dir / SENT_FRAMES_DIR).glob("*.jpg"):
             old.unlink()
         self._pcm: BinaryIO | None = (bundle_dir / INPUT_PCM_FILE).open("wb")
         self._index = 0
@@ -40,7 +59,7 @@ class PayloadKeeper:
             self._pcm.write(append.pcm)
         if append.frames is not None:
             for image in append.frames.images:
-                path = self.dir / FRAMES_DIR / frame_name(self._index, image.role)
+                path = self.dir / SENT_FRAMES_DIR / frame_name(self._index, image.role)
                 path.write_bytes(image.data)
         self._index += 1
 
@@ -58,8 +77,10 @@ class KeptPayloads:
     def __init__(self, bundle_dir: Path, rows: list[dict[str, Any]]) -> None:
         self.dir = bundle_dir
         path = bundle_dir / INPUT_PCM_FILE
-        if not path.exists() or not (bundle_dir / FRAMES_DIR).is_dir():
+        frames = kept_frames_dir(bundle_dir)
+        if not path.exists() or frames is None:
             raise FileNotFoundError(f"{bundle_dir}: no kept payloads (run with --keep-payloads)")
+        self.frames_dir = frames
         self._pcm = path.read_bytes()
         self._offsets: dict[int, int] = {}
         at = 0
@@ -74,7 +95,7 @@ class KeptPayloads:
 
     def image(self, row: Mapping[str, Any], frame: Mapping[str, Any]) -> bytes:
         """The bytes of one image an append sent (empty if the file is gone)."""
-        path = self.dir / FRAMES_DIR / frame_name(int(row["index"]), str(frame.get("role")))
+        path = self.frames_dir / frame_name(int(row["index"]), str(frame.get("role")))
         try:
             return path.read_bytes()
         except OSError:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from duplex_client.analysis.turns import Turn
     from duplex_client.bundle import RunBundle
@@ -171,6 +172,17 @@ class RunResult:
         rows = [t.to_dict() for t in self.turns or []]
         columns = list(TURN_COLUMNS)
         return pd.DataFrame(rows, columns=columns)
+
+    def plot(self, *, thumbnails: bool = False) -> Figure:
+        """The run's tracks as a matplotlib Figure, from its bundle (needs the `report` extra)."""
+        from duplex_client.report.bundle_reader import load_run_bundle
+        from duplex_client.report.figure import require_matplotlib, run_figure
+
+        if self.bundle_dir is None:
+            raise ValueError("plot() needs the run's bundle, and this result has no bundle_dir")
+        require_matplotlib()
+        data = load_run_bundle(self.bundle_dir, thumbnails=thumbnails)
+        return run_figure(data, thumbnails=thumbnails)
 
     def to_dict(self) -> dict[str, Any]:
         """The `result.json` document (no secrets: ids, counts, times and text only)."""

@@ -56,6 +56,7 @@ from duplex_client.run_options import (
     default_run_dir,
     open_source,
 )
+from duplex_client.thumbnails import ThumbnailWriter
 
 __all__ = [
     "EXIT_FAILED",
@@ -253,6 +254,7 @@ class SessionRun:
         self.commit_at: float | None = None
         self.sender = sender
         self.keeper = PayloadKeeper(bundle.dir) if options.keep_payloads else None
+        self.thumbnails = ThumbnailWriter(bundle.dir) if options.thumbnails else None
 
     def _on_event(self, event: Any, received_at: float) -> None:
         self.last_event_at = received_at
@@ -331,10 +333,12 @@ class SessionRun:
         self.progress.phase = "closing"
 
     def _sent(self, append: PlannedAppend) -> None:
-        """Every sent append: into the listener's record, and the kept payloads."""
+        """Every sent append: into the listener's record, the kept payloads, the thumbnails."""
         self.listening.sent.record(append)
         if self.keeper is not None:
             self.keeper.record(append)
+        if self.thumbnails is not None:
+            self.thumbnails.record(append)  # queued: decoded and written in its worker
 
     async def _stream(self) -> StreamResult:
         return await stream(
@@ -401,13 +405,19 @@ class SessionRun:
         await self.listening.stop()
         with contextlib.suppress(Exception):
             await asyncio.shield(self.client.close())
-        # Acks and errors heard since the stream's own write; rendered here, written off the loop.
+        # Acks and errors heard since the stream's own write; rendered here, written off the loop
+        # (with the thumbnails still queued).
         text = self.timeline.render()
         await asyncio.shield(asyncio.to_thread(self._write_timeline, text))
+        if self.thumbnails is not None:
+            for warning in self.thumbnails.warnings:
+                self.progress.warn(warning)
 
     def _write_timeline(self, text: str) -> None:
         with contextlib.suppress(Exception):
             self.timeline.write(text=text)
+        if self.thumbnails is not None:
+            self.thumbnails.close()
 
     async def _tick(self, started: float) -> None:
         while True:

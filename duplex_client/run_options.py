@@ -146,8 +146,10 @@ class RunOptions:
     settle_s: float = 0.5
     reconnect: bool = True
     reconnect_attempts: int = 5
-    #: Keep the sent payloads (`input.pcm`, `frames/`) in the bundle, for `replay`.
+    #: Keep the sent payloads (`input.pcm`, `sent_frames/`) in the bundle, for `replay`.
     keep_payloads: bool = False
+    #: Write a small JPEG thumbnail of every sent image (`frames/<unit>_<k>.jpg`).
+    thumbnails: bool = True
     #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
     handshake_timeout_s: float = 30.0
     #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or

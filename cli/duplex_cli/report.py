@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from duplex_cli.options import OUTPUT, _opt
-from duplex_cli.running import EXIT_USAGE, fail, note, stderr_console
+from duplex_cli.running import fail, note, stderr_console
 from duplex_client.report.bundle_reader import ReportInputError
+from duplex_client.results import EXIT_USAGE
 
 PAGE_FILE = "report.html"
 
@@ -59,13 +60,15 @@ def report_command(
     except (ReportInputError, ImportError) as exc:
         note(err, "error", "red", str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    except Exception as exc:  # noqa: BLE001 - classified and reported in one line by fail()
+    except Exception as exc:  # classified and reported in one line by fail()
         raise fail(exc, verbose=verbose, err=err) from None
     for path in written:
         typer.echo(str(path))
 
 
-def _write(paths: list[Path], output: Path | None, png: Path | None, *, thumbnails: bool) -> list[Path]:
+def _write(
+    paths: list[Path], output: Path | None, png: Path | None, *, thumbnails: bool
+) -> list[Path]:
     from duplex_client.report.eval_page import is_eval_dir
 
     if len(paths) > 2:
@@ -93,7 +96,9 @@ def _write(paths: list[Path], output: Path | None, png: Path | None, *, thumbnai
     return written
 
 
-def _write_eval(path: Path, output: Path | None, png: Path | None, *, thumbnails: bool) -> list[Path]:
+def _write_eval(
+    path: Path, output: Path | None, png: Path | None, *, thumbnails: bool
+) -> list[Path]:
     from duplex_client.report.eval_page import write_eval_report
 
     report = write_eval_report(path, output, thumbnails=thumbnails)

@@ -180,6 +180,20 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
         ],
         False,
     ),
+    (
+        "no_thumbnails",
+        Annotated[
+            bool,
+            _opt(
+                "--no-thumbnails",
+                panel=OUTPUT,
+                metavar="",
+                help="Leave frame thumbnails out of the bundle "
+                "(and so out of `duplex-cli report`).",
+            ),
+        ],
+        False,
+    ),
     ("timeout_s", _seconds(ADVANCED, "Seconds to wait for the answer after the input."), 30.0),
     ("require_audio", RequireAudioOpt, False),
     ("reconnect", ReconnectOpt, True),
@@ -205,6 +219,8 @@ def run_options(values: dict[str, Any]) -> RunOptions:
     kw = dict(values)
     knobs = {k: kw.pop(k) for k in WINDOW_KNOBS if k in kw}
     burst = kw.pop("no_realtime_pacing", False)
+    if kw.pop("no_thumbnails", False):
+        kw["thumbnails"] = False
     for name in ("preset", "soundtrack", "sliding_window"):
         if kw.get(name) is not None:
             kw[name] = kw[name].value

@@ -48,6 +48,7 @@ STOP_SIGNALS: dict[signal.Signals, str] = {
 FLAG_NAMES: dict[str, str] = {
     "realtime": "--realtime/--burst",
     "reconnect": "--reconnect/--no-reconnect",
+    "thumbnails": "--no-thumbnails",
     "start_muted": "--muted",
     "actions": "--at",
     "window_knobs": "--basic-window-*/--context-*",

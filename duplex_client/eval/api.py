@@ -36,6 +36,7 @@ from duplex_client.usage import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 #: Bounds of the eval's own numeric options (both included).
 _LIMITS = {"concurrency": (1, 256), "repeat": (1, 1000), "retries": (0, 100)}
@@ -66,6 +67,14 @@ class EvalResult:
                 "frame() needs pandas: pip install 'duplex-client[notebook]'"
             ) from None
         return pd.DataFrame(self.rows)
+
+    def plot(self) -> Figure:
+        """Per-turn latency, server time and overlap histograms and status counts (`report`)."""
+        from duplex_client.report.figure import require_matplotlib
+        from duplex_client.report.figure_eval import eval_figure, eval_turns
+
+        require_matplotlib()
+        return eval_figure(self.rows, eval_turns(self.output_dir, self.rows))
 
     def to_dict(self) -> dict[str, Any]:
         """The aggregate, how the eval ended and where it is (`--json`)."""
@@ -186,7 +195,10 @@ async def run_eval_async(
 
 
 def changed_options(path: Path, record: dict[str, Any]) -> str:
-    """Options an earlier `eval.json` at `path` had otherwise: `name a → b`, ... ('' if none)."""
+    """Options an earlier `eval.json` at `path` had otherwise: `name a → b`, ... ('' if none).
+
+    An option the earlier record lacks (it predates the option) counts as its default.
+    """
     import json
 
     try:
@@ -194,6 +206,8 @@ def changed_options(path: Path, record: dict[str, Any]) -> str:
     except (OSError, ValueError, AttributeError):
         return ""
     now = record["options"]
+    defaults = settings_record(EvalSettings(), RunOptions())["options"]
+    before = {**{k: v for k, v in defaults.items() if k in now}, **before}
     names = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
     return ", ".join(f"{k} {before.get(k)!r} → {now.get(k)!r}" for k in names)
 

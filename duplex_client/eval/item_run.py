@@ -138,6 +138,7 @@ async def _replay(job: ItemJob, bundle_dir: Path, progress: RunProgress | None) 
         ref_audio=opts.ref_audio,
         timeout_s=opts.timeout_s,
         progress=progress,
+        thumbnails=opts.thumbnails,
     )
 
 

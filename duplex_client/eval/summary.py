@@ -258,17 +258,21 @@ def normalise_error(message: str) -> str:
     return _DIGITS.sub("N", text)
 
 
+def turn_values(turns: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Per-turn values by `POOLED` field, as the aggregate pools them (`HEARD_ONLY` heard)."""
+    pooled: dict[str, list[float]] = {name: [] for name in POOLED}
+    for turn in turns:
+        heard = (_number(turn.get("heard_ms")) or 0.0) > 0
+        for name in POOLED:
+            value = _number(turn.get(name))
+            if value is not None and (heard or name not in HEARD_ONLY):
+                pooled[name].append(value)
+    return pooled
+
+
 def _pooled_turns(records: Sequence[ItemRecord]) -> dict[str, list[float]]:
     """Per-turn values of every turn of the given records, by `POOLED` field."""
-    pooled: dict[str, list[float]] = {name: [] for name in POOLED}
-    for record in records:
-        for turn in record.result.get("turns") or []:
-            heard = (_number(turn.get("heard_ms")) or 0.0) > 0
-            for name in POOLED:
-                value = _number(turn.get(name))
-                if value is not None and (heard or name not in HEARD_ONLY):
-                    pooled[name].append(value)
-    return pooled
+    return turn_values(t for r in records for t in r.result.get("turns") or [])
 
 
 class EvalSummary:

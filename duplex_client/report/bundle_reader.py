@@ -128,10 +128,14 @@ def load_run_bundle(path: Path, *, columns: int = 2000, thumbnails: bool = True)
     result_path = path / RESULT_FILE
     if result_path.exists():
         result = _read_json(result_path)
-        if "turns" not in result:
+        if "timing" not in result:  # `timing` and `turns` came with the turn metrics
             raise ReportInputError(
                 f"{path}: {RESULT_FILE} has no turn metrics (written by an older duplex-client);"
                 " re-run it with this version"
+            )
+        if result.get("timing") != "realtime":
+            warnings.append(
+                f"paced as {result.get('timing')}, not in real time: no heard track or turns"
             )
     else:
         result = {"status": "unfinished"}
@@ -150,6 +154,8 @@ def load_run_bundle(path: Path, *, columns: int = 2000, thumbnails: bool = True)
 
 
 def _read_waves(data: RunBundleData, columns: int) -> None:
+    import wave
+
     from duplex_client.wavfile import read_wav_int16
 
     mix = data.dir / CONVERSATION_FILE
@@ -167,7 +173,7 @@ def _read_waves(data: RunBundleData, columns: int) -> None:
             rate = _wav_rate(heard)
             mono = read_wav_int16(heard)
             data.heard_wave = Envelope.of(mono if mono.ndim == 1 else mono[:, 0], rate, columns)
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, wave.Error) as exc:
         data.view.warnings.append(f"audio not drawn: {exc}")
 
 

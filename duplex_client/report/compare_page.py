@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 
 from duplex_client.files import write_text_atomic
 from duplex_client.report.bundle_reader import RunBundleData, load_run_bundle
@@ -51,7 +52,7 @@ def render_compare_page(a: RunBundleData, b: RunBundleData) -> str:
 
     diff = RunDiff.of(a.view, b.view)
     x_range = shared_range(max(a.view.duration_ms, b.view.duration_ms))
-    figures = []
+    figures: list[Any] = []
     for data, prefix, moved, only in (
         (a, "A · ", diff.moved_a, diff.only_a),
         (b, "B · ", diff.moved_b, diff.only_b),
@@ -64,7 +65,7 @@ def render_compare_page(a: RunBundleData, b: RunBundleData) -> str:
         figures.extend(tracks.figures)
     figures[-1].xaxis.visible = True
     figures[-1].xaxis.axis_label = "media time (ms)"
-    figures[-1].height += 30
+    figures[-1].height = (figures[-1].height or 90) + 30
     script, div = components(TrackSet.layout(figures))
     unit_ms = max((u.end_ms - u.start_ms for u in a.view.units), default=1000.0)
     note = (
@@ -83,7 +84,7 @@ def render_compare_page(a: RunBundleData, b: RunBundleData) -> str:
         + json_script(
             "compare-data",
             {"a": a.view.to_dict(), "b": b.view.to_dict(), "differences": diff.to_list()},
-        )  # fmt: skip
+        )
     )
     return page(f"duplex runs {a.view.title} vs {b.view.title}", body, scripts=script + PAGE_SCRIPT)
 

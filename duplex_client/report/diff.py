@@ -55,11 +55,15 @@ class RunDiff:
             if abs(moved) > threshold_ms:
                 diff.moved_a.add(ta.number)
                 diff.moved_b.add(tb.number)
-                diff.differences.append(Difference(
-                    "latency", _at(tb), tb.unit_index,
-                    f"#{ta.number}: {ta.latency_ms:.1f} ms",
-                    f"#{tb.number}: {tb.latency_ms:.1f} ms ({moved:+.1f})",
-                ))  # fmt: skip
+                diff.differences.append(
+                    Difference(
+                        "latency",
+                        _at(tb),
+                        tb.unit_index,
+                        f"#{ta.number}: {ta.latency_ms:.1f} ms",
+                        f"#{tb.number}: {tb.latency_ms:.1f} ms ({moved:+.1f})",
+                    )
+                )
         for t in lone_a:
             diff.only_a.add(t.response_id)
             diff.differences.append(
@@ -75,18 +79,26 @@ class RunDiff:
 
     def _decisions(self, a: RunView, b: RunView) -> None:
         def doc(view: RunView) -> dict[str, Any]:
-            return {"decisions": [{"unit_index": d.unit_index, "decision": d.decision}
-                                  for d in view.decisions]}  # fmt: skip
+            return {
+                "decisions": [
+                    {"unit_index": d.unit_index, "decision": d.decision} for d in view.decisions
+                ]
+            }
 
         for change in decision_changes(doc(a), doc(b)):
             unit = int(change["unit_index"])
             self.differing_units.add(unit)
             block = a.unit(unit) or b.unit(unit)
             at = block.start_ms if block is not None else 0.0
-            self.differences.append(Difference(
-                "decision", at, unit, str(change["original"] or "none"),
-                str(change["replay"] or "none"),
-            ))  # fmt: skip
+            self.differences.append(
+                Difference(
+                    "decision",
+                    at,
+                    unit,
+                    str(change["original"] or "none"),
+                    str(change["replay"] or "none"),
+                )
+            )
 
     def to_list(self) -> list[dict[str, Any]]:
         """The differences as JSON rows (what the page embeds)."""

@@ -54,7 +54,7 @@ def json_script(element_id: str, data: Any) -> str:
 def page(title: str, body: str, *, scripts: str = "") -> str:
     """A whole HTML document: inline CSS, BokehJS, the body, then page scripts."""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{PAGE_CSS}</style>"
         f"{bokeh_script()}</head><body>\n{body}\n{scripts}\n</body></html>\n"
     )

@@ -80,8 +80,19 @@ def _fmt(value: float | None) -> str:
 
 def turn_table(view: RunView) -> str:
     """The turn table: one clickable row per turn."""
-    head = ("#", "response", "unit", "user end ms", "heard ms", "latency ms", "server ms",
-            "overlap ms", "gap ms", "cut", "transcript")  # fmt: skip
+    head = (
+        "#",
+        "response",
+        "unit",
+        "user end ms",
+        "heard ms",
+        "latency ms",
+        "server ms",
+        "overlap ms",
+        "gap ms",
+        "cut",
+        "transcript",
+    )
     rows = []
     for t in view.turns:
         start, end = turn_span(t)
@@ -100,7 +111,10 @@ def turn_table(view: RunView) -> str:
         )
     header = "".join(f"<th>{h}</th>" for h in head)
     body = "".join(rows) or f'<tr><td colspan="{len(head)}">no answers</td></tr>'
-    return f'<table class="data" id="turns"><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>'
+    return (
+        f'<table class="data" id="turns"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 def header(view: RunView, *, prefix: str = "") -> str:
@@ -127,7 +141,7 @@ def audio_player(data: RunBundleData) -> str:
         return ""
     try:
         ogg = encode_listening_audio(data.conversation)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # a bad mix loses the player, never the page
         return warning_banner([f"conversation audio not embedded: {exc}"])
     src = "data:audio/ogg;base64," + base64.b64encode(ogg).decode("ascii")
     return (

@@ -59,6 +59,7 @@ async def test_stream_to_reference_server_bundle_matches_server_view(
     assert result["ok"] is True and result["status"] == "ok" and result["exit_code"] == 0
     assert sorted(p.name for p in run.iterdir() if not p.name.startswith("response_")) == [
         "events.jsonl",
+        "frames",
         "input_timeline.json",
         "output.wav",
         "result.json",

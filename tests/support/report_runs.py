@@ -26,13 +26,19 @@ SCRIPT_A: dict[str, Any] = {
 }
 SCRIPT_B: dict[str, Any] = {
     "rules": [
-        {"on": "unit", "index": 1, "do": "speak", "audio_ms": 800, "text": "first answer",
-         "delay_ms": 400},
+        {
+            "on": "unit",
+            "index": 1,
+            "do": "speak",
+            "audio_ms": 800,
+            "text": "first answer",
+            "delay_ms": 400,
+        },
         {"on": "unit", "index": 2, "do": "speak", "audio_ms": 600, "text": "extra answer"},
         {"on": "commit", "do": "listen"},
     ],
     "defaults": {"unit": {"do": "listen"}},
-}  # fmt: skip
+}
 #: The clip's user speech as an annotation: it ends at 900 ms, before unit 1 closes.
 SPEECH = [{"start_ms": 100.0, "end_ms": 900.0}]
 

@@ -10,7 +10,7 @@ from duplex_client.framing import BytesPcmSource, Framer, FramerConfig, SendTimi
 from duplex_client.framing.digest import SentDigest
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.payloads import KeptPayloads, PayloadKeeper
+from duplex_client.payloads import SENT_FRAMES_DIR, KeptPayloads, PayloadKeeper
 from duplex_client.protocol import Capabilities
 from tests.unit.framing.fakes import FakeSampler, caps, speech_pcm
 
@@ -55,7 +55,7 @@ def test_a_changed_byte_or_frame_is_named_and_refused(tmp_path: Path) -> None:
     with pytest.raises(RecordedInputError, match=r"append 3 \(media 600-800 ms\): its audio"):
         RecordedInput.from_timeline(doc, kept.pcm, kept.image)
     doc, _ = recording(tmp_path)
-    frame = sorted((tmp_path / "frames").glob("*.jpg"))[1]
+    frame = sorted((tmp_path / SENT_FRAMES_DIR).glob("*.jpg"))[1]
     frame.write_bytes(frame.read_bytes() + b"x")
     kept = KeptPayloads(tmp_path, doc["appends"])  # type: ignore[arg-type]
     with pytest.raises(RecordedInputError, match="its base frame differs"):
@@ -87,3 +87,13 @@ def test_an_older_or_burst_recording_is_refused(tmp_path: Path) -> None:
                               for r in doc["appends"]]}  # type: ignore[attr-defined]  # fmt: skip
     with pytest.raises(RecordedInputError, match="without payload hashes"):
         RecordedInput.from_timeline(old, kept.pcm, kept.image)
+
+
+def test_a_bundle_from_before_thumbnails_is_read_from_its_frames_folder(tmp_path: Path) -> None:
+    doc, sent = recording(tmp_path)
+    (tmp_path / SENT_FRAMES_DIR).rename(tmp_path / "frames")  # the old layout
+    kept = KeptPayloads(tmp_path, doc["appends"])  # type: ignore[arg-type]
+    assert RecordedInput.from_timeline(doc, kept.pcm, kept.image).appends == tuple(sent)
+    (tmp_path / "frames" / "0_0.jpg").write_bytes(b"thumbnail")  # a newer bundle's frames/
+    with pytest.raises(FileNotFoundError, match="no kept payloads"):
+        KeptPayloads(tmp_path, doc["appends"])  # type: ignore[arg-type]

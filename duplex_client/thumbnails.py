@@ -1,0 +1,109 @@
+"""Small JPEG thumbnails of the frames a run sent, kept in the bundle's `frames/`.
+
+`frames/<unit>_<k>.jpg` is image `k` (0-based: the base first, then the composite) of the
+append that closed unit `<unit>` (frames only ride unit-closing appends), its longest side at
+most 160 px (never upscaled), aspect kept, JPEG quality 75. `make_thumbnail` is the pure
+core; `ThumbnailWriter` decodes, resizes and writes in one worker thread, never on the event
+loop that paces the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from duplex_client.framing.plan import PlannedAppend
+
+#: The bundle folder holding the thumbnails.
+THUMBNAILS_DIR = "frames"
+#: The longest side of a thumbnail, in pixels.
+THUMBNAIL_MAX_SIDE = 160
+#: The JPEG quality thumbnails are encoded at.
+THUMBNAIL_QUALITY = 75
+
+_NAME = re.compile(r"(\d+)_(\d+)\.jpg")
+
+
+def thumbnail_name(unit_index: int, position: int) -> str:
+    """The file (under `frames/`) of image `position` of the append closing `unit_index`."""
+    return f"{unit_index}_{position}.jpg"
+
+
+def is_thumbnail_name(name: str) -> bool:
+    """Whether a file name is a thumbnail's (`<unit>_<k>.jpg`)."""
+    return _NAME.fullmatch(name) is not None
+
+
+def remove_thumbnails(bundle_dir: Path) -> None:
+    """Delete an earlier run's `frames/*.jpg`, and the folder if that empties it."""
+    folder = bundle_dir / THUMBNAILS_DIR
+    for old in folder.glob("*.jpg"):
+        old.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # absent, or holding something not ours
+        folder.rmdir()
+
+
+def make_thumbnail(
+    data: bytes, *, max_side: int = THUMBNAIL_MAX_SIDE, quality: int = THUMBNAIL_QUALITY
+) -> bytes | None:
+    """JPEG bytes of an encoded image shrunk to fit `max_side` (None: not decodable)."""
+    import cv2
+    import numpy as np
+
+    from duplex_client.media.jpeg import encode_jpeg, resize_to_fit
+
+    if not data:
+        return None
+    pixels = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if pixels is None:
+        return None
+    return encode_jpeg(resize_to_fit(pixels, max_side), quality)
+
+
+class ThumbnailWriter:
+    """Writes a thumbnail of every image a run sends, in one worker thread.
+
+    `record` only hands the bytes to the worker; `close` waits for what is pending. An image
+    that does not decode is skipped and noted in `warnings`; `written` counts the files.
+    """
+
+    def __init__(self, bundle_dir: Path) -> None:
+        self.dir = bundle_dir / THUMBNAILS_DIR
+        self.written = 0
+        self.warnings: list[str] = []
+        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="duplex-thumbnails"
+        )
+
+    def record(self, append: PlannedAppend) -> None:
+        """Queue the thumbnails of one sent append (an `on_sent` hook; returns at once)."""
+        if self._pool is None or append.frames is None or append.unit_index is None:
+            return
+        jobs = [
+            (thumbnail_name(append.unit_index, k), bytes(image.data))
+            for k, image in enumerate(append.frames.images)
+        ]
+        self._pool.submit(self._write, jobs)
+
+    def _write(self, jobs: list[tuple[str, bytes]]) -> None:
+        """In the worker: decode, shrink, encode and write each image."""
+        for name, data in jobs:
+            try:
+                thumb = make_thumbnail(data)
+                if thumb is None:
+                    self.warnings.append(f"thumbnail {name} skipped: the frame does not decode")
+                    continue
+                self.dir.mkdir(parents=True, exist_ok=True)
+                (self.dir / name).write_bytes(thumb)
+            except Exception as exc:  # OpenCV or the disk: a lost thumbnail never ends a run
+                self.warnings.append(f"thumbnail {name} not written: {exc}")
+                continue
+            self.written += 1
+
+    def close(self) -> None:
+        """Wait for every queued thumbnail, then stop the worker (blocking: not on the loop)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
