@@ -101,3 +101,22 @@ def test_the_comparison_page_marks_the_differences(
         }""")
         assert outlines == {"A · units": [2, 3], "B · units": [2, 3]}
         assert loaded.errors == []
+
+
+def test_the_player_moves_the_playhead_on_every_track(browser: Any, run_page: Path) -> None:
+    with open_page(browser, run_page) as loaded:
+        page = loaded.page
+        page.wait_for_function("() => document.getElementById('player').readyState >= 1")
+        duration = page.evaluate("document.getElementById('player').duration")
+        assert duration > 4.0  # the 4.5 s run's conversation mix, decoded by the browser
+        page.evaluate("document.getElementById('player').currentTime = 1.5")
+        page.wait_for_function("() => document.body.dataset.playhead !== undefined")
+        lines = page.evaluate("""() => {
+          const out = [];
+          Bokeh.documents[0].all_models.forEach(m => {
+            if (m.name === "playhead") out.push(m.location);
+          });
+          return out;
+        }""")
+        assert len(lines) == 8 and all(abs(x - 1500.0) < 1.0 for x in lines), lines
+        assert loaded.errors == []

@@ -68,3 +68,20 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_png_with_two_runs_is_refused(runs: tuple[Path, Path], tmp_path: Path) -> None:
     done = report(str(runs[0]), str(runs[1]), "--png", str(tmp_path / "x.png"))
     assert done.returncode == 2 and "--png draws one run" in done.stderr
+
+
+def test_an_eval_gets_an_index_page_and_its_items_pages(tmp_path: Path) -> None:
+    from tests.support.eval_output import OK_IDS, build_eval
+
+    result = build_eval(tmp_path)
+    png = tmp_path / "eval.png"
+    done = report(str(result.output_dir), "--png", str(png))
+    assert done.returncode == 0, done.stderr
+    index = result.output_dir / "report.html"
+    assert done.stdout.split() == [str(index), str(png)]
+    assert "eval-data" in index.read_text(encoding="utf-8")
+    for item in OK_IDS:
+        assert (result.output_dir / "items" / item / "report.html").exists()
+    assert "warning" in done.stderr  # the corrupt clip's item has no page, and says so
+    image = cv2.imread(str(png))
+    assert image is not None and image.std() > 10

@@ -7,21 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"the browser tests need Chromium at {CHROMIUM}", allow_module_level=True)
-
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright  # noqa: E402
-
-from duplex_client.report.eval_page import EvalReport, write_eval_report  # noqa: E402
-from tests.support.eval_output import BAD_ID, OK_IDS, build_eval, summary_rows  # noqa: E402
+from duplex_client.report.eval_page import EvalReport, write_eval_report
+from tests.support.browser import chromium
+from tests.support.eval_output import BAD_ID, OK_IDS, build_eval, summary_rows
 
 pytestmark = pytest.mark.timeout(180)
-ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +25,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> EvalReport:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """System Chromium, headless, offline-minded."""
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
+    """Debian's Chromium, headless (see tests/support/browser.py)."""
+    with chromium() as b:
+        yield b
 
 
 class Opened:
