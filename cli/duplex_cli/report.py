@@ -107,8 +107,9 @@ def _write_eval(
         note(err, "warning", "yellow", f"{item}: no page ({problem})")
     written = [report.index]
     if png is not None:
+        from duplex_client.report.eval_data import read_summary_rows
         from duplex_client.report.figure import save_png
-        from duplex_client.report.figure_eval import eval_figure, eval_turns, read_summary_rows
+        from duplex_client.report.figure_eval import eval_figure, eval_turns
 
         rows = read_summary_rows(path)
         written.append(save_png(eval_figure(rows, eval_turns(path, rows)), png))

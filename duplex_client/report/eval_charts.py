@@ -8,12 +8,10 @@ histogram's count is the "turns" count of the same metric in `summary.md`.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from duplex_client.eval.summary import HEARD_ONLY, POOLED
+from duplex_client.eval.summary import POOLED
 
 if TYPE_CHECKING:
     from bokeh.model import Model
@@ -23,47 +21,6 @@ if TYPE_CHECKING:
 HISTOGRAMS = ("latency_ms", "server_ms", "overlap_ms")
 #: At most this many bins per histogram.
 MAX_BINS = 40
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def pooled_items(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The summary rows whose turns are pooled: ok and timing-valid."""
-    return [r for r in rows if r.get("ok") is True and r.get("timing_valid") is True]
-
-
-def pool_turn_values(
-    eval_dir: Path, rows: Sequence[dict[str, Any]]
-) -> tuple[dict[str, list[float]], list[str]]:
-    """Per-turn values of `HISTOGRAMS` over the pooled items' bundles, and reading warnings."""
-    pooled: dict[str, list[float]] = {name: [] for name in HISTOGRAMS}
-    warnings: list[str] = []
-    for row in pooled_items(rows):
-        bundle = row.get("bundle")
-        if not isinstance(bundle, str) or not bundle:
-            continue
-        path = eval_dir / bundle / "result.json"
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-            turns = result["turns"] if isinstance(result, dict) else None
-            if not isinstance(turns, list):
-                raise ValueError("no `turns` list")
-        except (OSError, ValueError, KeyError) as exc:
-            warnings.append(f"{path}: not read ({exc}); its turns are not in the histograms")
-            continue
-        for turn in turns:
-            if not isinstance(turn, dict):
-                continue
-            heard = (_number(turn.get("heard_ms")) or 0.0) > 0
-            for name in HISTOGRAMS:
-                value = _number(turn.get(name))
-                if value is not None and (heard or name not in HEARD_ONLY):
-                    pooled[name].append(value)
-    return pooled, warnings
 
 
 def histogram_bins(values: Sequence[float]) -> tuple[list[int], list[float]]:

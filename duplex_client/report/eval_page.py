@@ -19,10 +19,15 @@ from typing import Any
 from urllib.parse import quote
 
 from duplex_client.report.bundle_reader import ReportInputError
+from duplex_client.report.eval_data import (
+    SUMMARY_JSONL,
+    pooled_items,
+    pooled_turns,
+    read_summary_rows,
+)
 from duplex_client.report.eval_table import SORT_SCRIPT, cell_text, item_table, label, table_columns
 from duplex_client.report.html import json_script, page, require_bokeh, warning_banner
 
-SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_MD = "summary.md"
 EVAL_FILE = "eval.json"
 TIMELINE_FILE = "input_timeline.json"
@@ -59,39 +64,6 @@ def is_eval_dir(path: Path) -> bool:
     if not path.is_dir() or (path / TIMELINE_FILE).exists():
         return False
     return any((path / name).exists() for name in (SUMMARY_JSONL, EVAL_FILE, "items"))
-
-
-def check_eval_dir(path: Path) -> None:
-    """Raise `ReportInputError` (one line) unless `path` is a directory with `summary.jsonl`."""
-    if not path.is_dir():
-        raise ReportInputError(f"{path}: no such directory")
-    if not (path / SUMMARY_JSONL).is_file():
-        raise ReportInputError(
-            f"{path}: no {SUMMARY_JSONL} (not an eval output, or the eval has not finished "
-            "a summary)"
-        )
-
-
-def read_summary_rows(eval_dir: Path) -> list[dict[str, Any]]:
-    """The rows of `summary.jsonl`, in file order (blank lines skipped)."""
-    check_eval_dir(eval_dir)
-    path = eval_dir / SUMMARY_JSONL
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportInputError(f"{path}: not readable ({exc})") from None
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if not isinstance(row, dict):
-            raise ReportInputError(f"{path} line {number}: not a summary row (a JSON object)")
-        rows.append(row)
-    return rows
 
 
 def render_markdown(text: str) -> str:
@@ -173,8 +145,9 @@ def write_eval_report(
     `EvalReport.failures` and shown unlinked with the error; only an unreadable
     `summary.jsonl` stops the index.
     """
+    from duplex_client.eval.summary import turn_values
     from duplex_client.files import write_text_atomic
-    from duplex_client.report.eval_charts import histograms_html, pool_turn_values, pooled_items
+    from duplex_client.report.eval_charts import HISTOGRAMS, histograms_html
 
     require_bokeh()
     rows = read_summary_rows(eval_dir)
@@ -207,7 +180,9 @@ def write_eval_report(
     except (OSError, UnicodeDecodeError) as exc:
         aggregate = ""
         warnings.append(f"{SUMMARY_MD} not read ({exc}): no aggregate shown")
-    pooled, pool_warnings = pool_turn_values(eval_dir, rows)
+    turns, pool_warnings = pooled_turns(eval_dir, rows)
+    values = turn_values(turns)
+    pooled = {name: values[name] for name in HISTOGRAMS}
     warnings.extend(pool_warnings)
     charts, chart_script = histograms_html(pooled)
     columns = table_columns(rows)

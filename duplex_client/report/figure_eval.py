@@ -7,22 +7,18 @@ when a figure is asked for.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.report.bundle_reader import RESULT_FILE, ReportInputError
+from duplex_client.report.eval_data import pooled_turns, read_summary_rows
 from duplex_client.report.figure import LATENCY_COLOUR, empty_note, require_matplotlib
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-SUMMARY_ROWS_FILE = "summary.jsonl"
-
 
 def eval_turns(
     output_dir: str | os.PathLike[str],
@@ -35,31 +31,8 @@ def eval_turns(
     unreadable is left out.
     """
     out = Path(output_dir)
-    if rows is None:
-        rows = read_summary_rows(out)
-    turns: list[dict[str, Any]] = []
-    for row in rows:
-        bundle = row.get("bundle")
-        if row.get("ok") is not True or row.get("timing_valid") is not True or not bundle:
-            continue
-        try:
-            doc = json.loads((out / str(bundle) / RESULT_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        found = doc.get("turns") if isinstance(doc, dict) else None
-        turns.extend(t for t in found or [] if isinstance(t, dict))
+    turns, _ = pooled_turns(out, read_summary_rows(out) if rows is None else rows)
     return turns
-
-
-def read_summary_rows(output_dir: Path) -> list[dict[str, Any]]:
-    """The rows of an eval's `summary.jsonl` (`ReportInputError` when it has none)."""
-    path = output_dir / SUMMARY_ROWS_FILE
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines if line.strip()]
-    except (OSError, ValueError) as exc:
-        raise ReportInputError(f"{path}: not a readable eval summary ({exc})") from None
-    return [r for r in rows if isinstance(r, dict)]
 
 
 def eval_figure(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -> Figure:

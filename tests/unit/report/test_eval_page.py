@@ -15,11 +15,10 @@ import pytest
 from duplex_client.eval.api import EvalResult
 from duplex_client.eval.summary import EvalSummary, percentiles
 from duplex_client.report.bundle_reader import ReportInputError
+from duplex_client.report.eval_data import check_eval_dir, read_summary_rows
 from duplex_client.report.eval_page import (
     EvalReport,
-    check_eval_dir,
     is_eval_dir,
-    read_summary_rows,
     render_markdown,
     write_eval_report,
 )

@@ -318,8 +318,11 @@ def test_eval_turns_pool_ok_timing_valid_items(tmp_path: Path) -> None:
     assert eval_turns(tmp_path, rows[:1]) == eval_turns(str(tmp_path), rows)[:2]
     (tmp_path / "items" / "b" / "result.json").unlink()  # a vanished bundle is left out
     assert len(eval_turns(tmp_path)) == 2
-    with pytest.raises(ReportInputError, match=r"summary\.jsonl"):
+    with pytest.raises(ReportInputError, match="no such directory"):
         eval_turns(tmp_path / "nowhere")
+    (tmp_path / "summary.jsonl").unlink()
+    with pytest.raises(ReportInputError, match=r"no summary\.jsonl"):
+        eval_turns(tmp_path)
 
 
 def test_eval_figure_histograms_and_status(tmp_path: Path) -> None:

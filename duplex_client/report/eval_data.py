@@ -1,0 +1,78 @@
+"""What the eval reports read of an eval's output: its summary rows and its pooled turns.
+
+The turns pooled are those `summary.md` pools: every turn of each ok, timing-valid item,
+read from the item bundle's `result.json`. The page's histograms and the static figure both
+come from here, so their counts are the summary's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from duplex_client.report.bundle_reader import RESULT_FILE, ReportInputError
+
+SUMMARY_JSONL = "summary.jsonl"
+
+
+def check_eval_dir(path: Path) -> None:
+    """Raise `ReportInputError` (one line) unless `path` is a directory with `summary.jsonl`."""
+    if not path.is_dir():
+        raise ReportInputError(f"{path}: no such directory")
+    if not (path / SUMMARY_JSONL).is_file():
+        raise ReportInputError(
+            f"{path}: no {SUMMARY_JSONL} (not an eval output, or the eval has not finished "
+            "a summary)"
+        )
+
+
+def read_summary_rows(eval_dir: Path) -> list[dict[str, Any]]:
+    """The rows of `summary.jsonl`, in file order (blank lines skipped)."""
+    check_eval_dir(eval_dir)
+    path = eval_dir / SUMMARY_JSONL
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportInputError(f"{path}: not readable ({exc})") from None
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            raise ReportInputError(f"{path} line {number}: not a summary row (a JSON object)")
+        rows.append(row)
+    return rows
+
+
+def pooled_items(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The summary rows whose turns are pooled: ok and timing-valid."""
+    return [r for r in rows if r.get("ok") is True and r.get("timing_valid") is True]
+
+
+def pooled_turns(
+    eval_dir: Path, rows: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The turn rows of the pooled items' bundles, and a warning per bundle not read."""
+    turns: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for row in pooled_items(rows):
+        bundle = row.get("bundle")
+        if not isinstance(bundle, str) or not bundle:
+            continue
+        path = eval_dir / bundle / RESULT_FILE
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+            found = result["turns"] if isinstance(result, dict) else None
+            if not isinstance(found, list):
+                raise ValueError("no `turns` list")
+        except (OSError, ValueError, KeyError) as exc:
+            warnings.append(f"{path}: not read ({exc}); its turns are not in the histograms")
+            continue
+        turns.extend(t for t in found if isinstance(t, dict))
+    return turns, warnings
