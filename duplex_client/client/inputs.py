@@ -132,7 +132,10 @@ class InputMethods:
         media_end_ms: int | None = None,
         unit_index: int | None = None,
     ) -> str:
-        """Append PCM and/or frames; empty PCM with frames is a VISION unit. Returns the id."""
+        """Append PCM and/or frames; empty PCM with frames is a VISION unit. Returns the id.
+
+        Concurrent calls go out in call order, each `audio_end_ms` counting every call before.
+        """
         data = pcm_bytes(pcm, self._width)
         event = build_append(
             data,
@@ -147,8 +150,17 @@ class InputMethods:
             media_end_ms=media_end_ms,
             unit_index=unit_index,
         )
-        await self._send(event)
+        # Counted before the first await, so the next call starts where this one ends; the
+        # link queues every event in call order (outbox entry, FIFO lock) before it awaits
+        # a socket. A lock here would let a later commit overtake a waiting append.
+        before = self._samples
         self._samples += len(data) // self._width
+        try:
+            await self._send(event)
+        except DuplexSessionClosedError:  # never sent: uncount it unless a later call built on it
+            if self._samples == before + len(data) // self._width:
+                self._samples = before
+            raise
         return event.event_id
 
     async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:

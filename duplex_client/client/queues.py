@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
@@ -24,8 +23,9 @@ _END = _End()
 class DropOldestQueue(Generic[T]):
     """A bounded FIFO: `put` never blocks; when full, the oldest item is discarded.
 
-    Several consumers may wait at once: each item goes to one of them, and all of them end
-    once the queue is closed and drained.
+    Several consumers may wait at once: each item goes to one of them, in the order they
+    came, and all of them end once the queue is closed and drained. A consumer cancelled
+    while it waits takes nothing (an item is removed only as it is handed over).
     """
 
     def __init__(self, maxsize: int = DEFAULT_QUEUE_SIZE) -> None:
@@ -106,29 +106,39 @@ class DropOldestQueue(Generic[T]):
         if idle_s is not None and not idle_s > 0:
             raise ValueError(f"idle_s must be positive, got {idle_s!r}")
         stop = None if until is None else asyncio.ensure_future(until)
+        loop = asyncio.get_running_loop()
         try:
+            deadline = None if idle_s is None else loop.time() + idle_s
             while stop is None or not stop.done():
-                getter = asyncio.ensure_future(self.get())
-                waits: set[asyncio.Future[Any]] = {getter}
-                if stop is not None:
-                    waits.add(stop)
-                done, _ = await asyncio.wait(
-                    waits, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED
-                )
-                if getter not in done:
-                    getter.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                        await getter
-                    if getter.cancelled() or getter.exception() is not None:
+                if not self._items:
+                    # Items are taken only here, right before they are yielded: a consumer
+                    # cancelled while it waits leaves them all queued.
+                    left = None if deadline is None else max(0.0, deadline - loop.time())
+                    if not await self._wait_for_put(stop, left):
                         return
-                try:
-                    item = getter.result()
-                except StopAsyncIteration:
+                    continue
+                item = self._items[0]
+                if isinstance(item, _End):
                     return
+                self._items.popleft()
                 yield item
+                deadline = None if idle_s is None else loop.time() + idle_s
         finally:
             if stop is not None and not stop.done():
                 stop.cancel()
+
+    async def _wait_for_put(self, stop: asyncio.Future[Any] | None, timeout: float | None) -> bool:
+        """Wait for a `put`/`close` without taking anything; False if `stop` or `timeout` won."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        waits: set[asyncio.Future[Any]] = {waiter} if stop is None else {waiter, stop}
+        try:
+            done, _ = await asyncio.wait(
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            self._waiters.remove(waiter)
+        return waiter in done
 
 
 class Subscription(DropOldestQueue[T]):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -26,14 +27,56 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return fut.result(timeout)
+        """Run `coro` on the loop and wait; on `timeout` it is cancelled, not left running.
+
+        The cancel is made on the loop thread, so there is no window in which the coroutine
+        finishes unseen: an outcome it reached before the cancel is returned, not dropped.
+        """
+        outcome: Future[T] = Future()
+        tasks: list[asyncio.Task[T]] = []
+
+        def start() -> None:
+            try:
+                task = self.loop.create_task(coro)
+            except BaseException as exc:  # not a coroutine: fail the caller, not the loop
+                outcome.set_exception(exc)
+                return
+            tasks.append(task)
+            task.add_done_callback(lambda done: _settle(done, outcome))
+
+        def cancel() -> None:
+            for task in tasks:  # start() ran first: the loop runs callbacks in FIFO order
+                task.cancel()
+
+        self.loop.call_soon_threadsafe(start)
+        try:
+            return outcome.result(timeout)
+        except TimeoutError:
+            self.loop.call_soon_threadsafe(cancel)
+            try:
+                return outcome.result()
+            except CancelledError:
+                raise TimeoutError(f"no result within {timeout:g} s") from None
+        except BaseException:  # Ctrl-C in a notebook: do not leave the wait running either
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                self.loop.call_soon_threadsafe(cancel)
+            raise
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+def _settle(task: asyncio.Task[T], outcome: Future[T]) -> None:
+    """Copy a finished task's outcome to the future the calling thread waits on."""
+    if task.cancelled():
+        outcome.cancel()
+    elif (exc := task.exception()) is not None:
+        outcome.set_exception(exc)
+    else:
+        outcome.set_result(task.result())
 
 
 class SyncDuplexClient:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from duplex_client.protocol import b64encode
 from duplex_client.sync import SyncDuplexClient
 from tests.support.scripted_server import Peer, ScriptedServer
@@ -60,3 +62,26 @@ async def test_sync_client_appends_commits_and_reads_responses() -> None:
             "session.close",
         ]
         assert (received[3]["response_id"], received[3]["played_ms"]) == ("resp_s", 100)
+
+
+async def test_a_timed_out_wait_for_a_response_does_not_take_the_next_one() -> None:
+    """The abandoned wait used to keep running on the loop and swallow the next response."""
+    async with ScriptedServer() as server:
+
+        async def on_commit(peer: Peer, event: dict[str, Any]) -> None:
+            await peer.send({"type": "response.created", "response": {"id": "resp_late"}})
+            await peer.send(
+                {"type": "response.done", "response": {"id": "resp_late", "status": "completed"}}
+            )
+
+        server.on("input_audio_buffer.commit", on_commit)
+
+        def script() -> str | None:
+            with SyncDuplexClient(server.url, model="m") as client:
+                with pytest.raises(TimeoutError):
+                    next(client.responses(timeout=0.05))  # nothing decided yet
+                client.append_input(b"\x00\x00" * 1600)
+                client.commit()
+                return next(client.responses(timeout=5)).response_id
+
+        assert await asyncio.to_thread(script) == "resp_late"

@@ -95,3 +95,47 @@ async def test_until_ends_when_idle_and_leaves_the_rest_queued() -> None:
     assert [i async for i in q.until(asyncio.sleep(10))] == []  # ends with the queue
     with pytest.raises(ValueError):
         await anext(aiter(q.until(idle_s=0)))
+
+
+async def _settle() -> None:
+    """Let every task that is ready run until it blocks (scheduling only, no timing)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_waiters_are_served_in_arrival_order_and_a_cancelled_one_takes_nothing() -> None:
+    q: DropOldestQueue[int] = DropOldestQueue()
+    a, b, c = (asyncio.create_task(q.get()) for _ in range(3))
+    await _settle()
+    q.put(1)
+    q.put(2)
+    q.put(3)
+    assert await asyncio.wait_for(asyncio.gather(a, b, c), 1) == [1, 2, 3]
+    first, second = asyncio.create_task(q.get()), asyncio.create_task(q.get())
+    await _settle()
+    q.put(4)
+    first.cancel()  # woken for 4 but cancelled before it could run: 4 goes to the next one
+    assert await asyncio.wait_for(second, 1) == 4
+    assert first.cancelled() and len(q) == 0
+
+
+async def test_a_cancelled_until_consumer_leaves_the_item_queued() -> None:
+    """`until()` waited in a task of its own that outlived a cancelled consumer."""
+    q: DropOldestQueue[int] = DropOldestQueue()
+
+    async def consume() -> list[int]:
+        return [i async for i in q.until(idle_s=30)]
+
+    waiting = asyncio.create_task(consume())
+    await _settle()
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    q.put(1)
+    assert await asyncio.wait_for(q.get(), 1) == 1  # the orphaned wait used to take it
+
+    woken = asyncio.create_task(consume())
+    await _settle()
+    q.put(2)
+    woken.cancel()  # its wait finished, but it never yielded 2
+    await asyncio.gather(woken, return_exceptions=True)
+    assert woken.cancelled() and q.get_nowait() == 2
