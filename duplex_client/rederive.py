@@ -76,8 +76,25 @@ class NotRederivable(UsageError):
 
 def recorded_source(doc: Mapping[str, Any]) -> RecordedSource:
     """The recorded source files and settings; a `UsageError` says why there are none."""
-    rows = list(doc.get("appends") or [])
-    segments = [r.get("segment") for r in rows]
+    _check_one_file_stream(doc)
+    audio = doc.get("audio_source") or {"kind": "none"}
+    video = doc.get("video")
+    _check_file_sources(audio, video)
+    hashes = _source_hashes(audio, video)
+    policy = (doc.get("soundtrack_policy") or {}).get("policy")
+    return RecordedSource(
+        _source_options(audio, video or {}, policy),
+        tuple(hashes),
+        int(doc.get("chunk_ms_requested") or doc.get("chunk_ms") or 200),
+        int(doc.get("tail_silence_ms") or 0),
+        int(doc.get("media_origin_ms") or 0),
+        None if policy is None else str(policy),
+    )
+
+
+def _check_one_file_stream(doc: Mapping[str, Any]) -> None:
+    """Refuse a recording that was live, holds several streams or had its grid moved."""
+    segments = [r.get("segment") for r in doc.get("appends") or []]
     if "live" in segments:
         raise NotRederivable(
             "it was recorded live (a microphone or camera has no file to read again)"
@@ -87,8 +104,10 @@ def recorded_source(doc: Mapping[str, Any]) -> RecordedSource:
         raise NotRederivable("it holds more than one stream")
     if doc.get("server_commits"):
         raise NotRederivable("server commits moved its unit grid while it streamed")
-    audio = doc.get("audio_source") or {"kind": "none"}
-    video = doc.get("video")
+
+
+def _check_file_sources(audio: Mapping[str, Any], video: Mapping[str, Any] | None) -> None:
+    """Refuse audio or frames that did not come from a file."""
     kind = audio.get("kind")
     if kind not in (*FILE_AUDIO_KINDS, "none"):
         raise NotRederivable(f"its audio came from {kind!r}, not from a file")
@@ -97,6 +116,12 @@ def recorded_source(doc: Mapping[str, Any]) -> RecordedSource:
         raise NotRederivable(f"its frames came from {what}, not from a video file")
     if kind == "none" and video is None:
         raise NotRederivable("it names no source file")
+
+
+def _source_hashes(
+    audio: Mapping[str, Any], video: Mapping[str, Any] | None
+) -> list[tuple[str, str]]:
+    """(path, recorded sha256) of each source file, refusing one that is gone."""
     hashes: list[tuple[str, str]] = []
     for facts in (audio, video):
         if facts is None or facts.get("kind") == "none":
@@ -108,8 +133,13 @@ def recorded_source(doc: Mapping[str, Any]) -> RecordedSource:
             raise NotRederivable(f"its source {path} is gone")
         if facts.get("sha256"):
             hashes.append((path, str(facts["sha256"])))
-    video = video or {}
-    options = RunOptions(
+    return hashes
+
+
+def _source_options(audio: Mapping[str, Any], video: Mapping[str, Any], policy: Any) -> RunOptions:
+    """The run options that open the recorded files the way the recording did."""
+    kind = audio.get("kind")
+    return RunOptions(
         input_video=video.get("path")
         or (audio.get("path") if kind == "video_soundtrack" else None),
         input_audio=audio.get("path") if kind in ("wav", "audio_file") else None,
@@ -117,16 +147,7 @@ def recorded_source(doc: Mapping[str, Any]) -> RecordedSource:
         stack_frames=int(video.get("stack_frames") or 1),
         jpeg_quality=int(video.get("jpeg_quality") or 90),
         frame_max_side=int(video.get("frame_max_side") or 0),
-        soundtrack=str((doc.get("soundtrack_policy") or {}).get("policy") or "trim"),
-    )
-    policy = (doc.get("soundtrack_policy") or {}).get("policy")
-    return RecordedSource(
-        options,
-        tuple(hashes),
-        int(doc.get("chunk_ms_requested") or doc.get("chunk_ms") or 200),
-        int(doc.get("tail_silence_ms") or 0),
-        int(doc.get("media_origin_ms") or 0),
-        None if policy is None else str(policy),
+        soundtrack=str(policy or "trim"),
     )
 
 

@@ -31,60 +31,80 @@ def check_timeline(doc: Mapping[str, Any], *, check_totals: bool = True) -> list
         problems.append("append indexes are not contiguous from 0")
     if [c["index"] for c in commits] != list(range(len(commits))):
         problems.append("commit indexes are not contiguous from 0")
+    for i, row in enumerate(rows):
+        tag = f"append {i}"
+        if i:
+            problems += [f"{tag}: {p}" for p in _against_previous(rows[i - 1], row)]
+        problems += [f"{tag}: {p}" for p in _row_problems(row)]
+    problems += _numbering_problems(rows, _residuals(doc, commits, rows))
+    if check_totals:
+        problems.extend(_check_totals(doc, rows, commits))
+    return problems
+
+
+def _residuals(
+    doc: Mapping[str, Any], commits: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+) -> list[int]:
+    """Appends after which a unit index was taken without a closing row (commits, server)."""
     residuals = _residual_commits(commits, rows)
     for sc in doc.get("server_commits", []):
         after = sc.get("after_append_index")
         if isinstance(after, int):
             residuals += [after] * int(sc.get("units_closed") or 0)
-    last_closing: Mapping[str, Any] | None = None
+    return residuals
+
+
+def _against_previous(prev: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
+    """What a row breaks against the one before it: order of sends, media and audio."""
+    out = []
+    if row["sent_offset_ms"] < prev["sent_offset_ms"]:
+        out.append("sent_offset_ms decreases")
+    if row["media_start_ms"] < prev["media_start_ms"]:
+        out.append("media_start_ms decreases")
+    if abs(prev["audio_end_ms"] + row["duration_ms"] - row["audio_end_ms"]) > _ROUNDING_MS:
+        out.append("audio_end_ms is not the previous plus duration_ms")
+    return out
+
+
+def _row_problems(row: Mapping[str, Any]) -> list[str]:
+    """What one row breaks by itself: its span, its lateness, its unit and its frames."""
+    out = []
+    if row["media_end_ms"] < row["media_start_ms"]:
+        out.append("media span is negative")
+    scheduled, sent, late = row["scheduled_offset_ms"], row["sent_offset_ms"], row["lateness_ms"]
+    if scheduled is not None and (late is None or abs(late - max(0.0, sent - scheduled)) > 0.002):
+        out.append("lateness_ms is not max(0, sent - scheduled)")
+    kind, frames = row["unit_kind"], row["frames"]
+    if (kind is None) != (row["unit_index"] is None):
+        out.append("unit_kind and unit_index must be both set or both null")
+    rules = {
+        "frames on an append that closes no unit": kind is None and bool(frames),
+        "a VISION row needs duration 0 and frames": kind == "VISION"
+        and (row["duration_ms"] != 0 or not frames),
+        "an OMNI row without frames": kind == "OMNI" and not frames,
+        "an AUDIO row with frames": kind == "AUDIO" and bool(frames),
+        "a frame group is a base and at most one composite": len(frames) > 2
+        or bool(frames and frames[0]["role"] != "base"),
+    }
+    return out + [message for message, broken in rules.items() if broken]
+
+
+def _numbering_problems(rows: Sequence[Mapping[str, Any]], residuals: list[int]) -> list[str]:
+    """Unit indexes that do not follow the previous closing row (counting residual units)."""
+    out = []
+    last: Mapping[str, Any] | None = None
     for i, row in enumerate(rows):
-        tag = f"append {i}"
-        if i and row["sent_offset_ms"] < rows[i - 1]["sent_offset_ms"]:
-            problems.append(f"{tag}: sent_offset_ms decreases")
-        if i and row["media_start_ms"] < rows[i - 1]["media_start_ms"]:
-            problems.append(f"{tag}: media_start_ms decreases")
-        if row["media_end_ms"] < row["media_start_ms"]:
-            problems.append(f"{tag}: media span is negative")
-        if (
-            i
-            and abs(rows[i - 1]["audio_end_ms"] + row["duration_ms"] - row["audio_end_ms"])
-            > _ROUNDING_MS
-        ):
-            problems.append(f"{tag}: audio_end_ms is not the previous plus duration_ms")
-        scheduled, sent, late = (
-            row["scheduled_offset_ms"],
-            row["sent_offset_ms"],
-            row["lateness_ms"],
-        )
-        if scheduled is not None and (
-            late is None or abs(late - max(0.0, sent - scheduled)) > 0.002
-        ):
-            problems.append(f"{tag}: lateness_ms is not max(0, sent - scheduled)")
-        kind, unit = row["unit_kind"], row["unit_index"]
-        if (kind is None) != (unit is None):
-            problems.append(f"{tag}: unit_kind and unit_index must be both set or both null")
-        if kind is None and row["frames"]:
-            problems.append(f"{tag}: frames on an append that closes no unit")
-        if kind == "VISION" and (row["duration_ms"] != 0 or not row["frames"]):
-            problems.append(f"{tag}: a VISION row needs duration 0 and frames")
-        if kind == "OMNI" and not row["frames"]:
-            problems.append(f"{tag}: an OMNI row without frames")
-        if kind == "AUDIO" and row["frames"]:
-            problems.append(f"{tag}: an AUDIO row with frames")
-        if len(row["frames"]) > 2 or (row["frames"] and row["frames"][0]["role"] != "base"):
-            problems.append(f"{tag}: a frame group is a base and at most one composite")
-        if kind is None:
+        if row["unit_kind"] is None:
             continue
-        if last_closing is not None:
-            skipped = sum(1 for a in residuals if last_closing["index"] <= a < i)
-            if unit != last_closing["unit_index"] + 1 + skipped:
-                problems.append(
-                    f"{tag}: unit_index {unit} does not follow {last_closing['unit_index']}"
+        if last is not None:
+            skipped = sum(1 for a in residuals if last["index"] <= a < i)
+            if row["unit_index"] != last["unit_index"] + 1 + skipped:
+                out.append(
+                    f"append {i}: unit_index {row['unit_index']} does not follow "
+                    f"{last['unit_index']}"
                 )
-        last_closing = row
-    if check_totals:
-        problems.extend(_check_totals(doc, rows, commits))
-    return problems
+        last = row
+    return out
 
 
 def _check_totals(

@@ -130,33 +130,22 @@ class RunView:
         )
         appends = [a for a in timeline.get("appends") or [] if isinstance(a, dict)]
         view.units = _units(appends, thumbnails or set())
-        view.lateness = [
-            LatenessPoint(int(a["index"]), float(a["media_end_ms"]), float(a["lateness_ms"]))
-            for a in appends
-            if a.get("lateness_ms") is not None and a.get("media_end_ms") is not None
-        ]
-        view.decisions = [
-            DecisionMark(
-                unit_index=_int_or_none(d.get("unit_index")),
-                decision=str(d.get("decision")),
-                at_ms=float(d["decided_ms"]),
-                reason=_str_or_none(d.get("reason")),
-                response_id=_str_or_none(d.get("response_id")),
-            )
-            for d in result.get("decisions") or []
-            if d.get("decision") in ("listen", "speak") and d.get("decided_ms") is not None
-        ]
+        view.lateness = _lateness(appends)
+        view.decisions = _decisions(result.get("decisions") or [])
         view.turns = [_turn(n, t) for n, t in enumerate(result.get("turns") or [], start=1)]
         view.user_speech = [
             (float(s["start_ms"]), float(s["end_ms"])) for s in result.get("user_speech") or []
         ]
         view.user_speech_source = _str_or_none((result.get("metrics") or {}).get("user_end_source"))
         view.markers = _markers(timeline, events)
-        ends = [u.end_ms for u in view.units] + [
-            t.heard_end_ms for t in view.turns if t.heard_end_ms is not None
-        ]
-        view.duration_ms = max(ends, default=float(timeline.get("totals", {}).get("audio_ms", 0)))
+        view.duration_ms = view._end_ms(float((timeline.get("totals") or {}).get("audio_ms", 0)))
         return view
+
+    def _end_ms(self, otherwise: float) -> float:
+        """Where the last unit or heard answer ends (`otherwise` when there is neither)."""
+        ends = [u.end_ms for u in self.units]
+        ends += [t.heard_end_ms for t in self.turns if t.heard_end_ms is not None]
+        return max(ends, default=otherwise)
 
     def unit(self, index: int) -> UnitBlock | None:
         """The unit with this index (the first, if a resume sent one twice)."""
@@ -171,6 +160,28 @@ class RunView:
         out = asdict(self)
         out["user_speech"] = [list(s) for s in self.user_speech]
         return out
+
+
+def _lateness(appends: list[dict[str, Any]]) -> list[LatenessPoint]:
+    return [
+        LatenessPoint(int(a["index"]), float(a["media_end_ms"]), float(a["lateness_ms"]))
+        for a in appends
+        if a.get("lateness_ms") is not None and a.get("media_end_ms") is not None
+    ]
+
+
+def _decisions(rows: list[dict[str, Any]]) -> list[DecisionMark]:
+    return [
+        DecisionMark(
+            unit_index=_int_or_none(d.get("unit_index")),
+            decision=str(d.get("decision")),
+            at_ms=float(d["decided_ms"]),
+            reason=_str_or_none(d.get("reason")),
+            response_id=_str_or_none(d.get("response_id")),
+        )
+        for d in rows
+        if d.get("decision") in ("listen", "speak") and d.get("decided_ms") is not None
+    ]
 
 
 def _units(appends: list[dict[str, Any]], thumbnails: set[str]) -> list[UnitBlock]:
