@@ -13,7 +13,8 @@ help:
 	@echo "make test       lint, typecheck and the whole test suite"
 	@echo "make lint | typecheck | unit | bench"
 	@echo "make clean      remove .venv and the tool caches (.mypy_cache .pytest_cache"
-	@echo "                .ruff_cache __pycache__); keeps runs/, .hypothesis/ and *.egg-info"
+	@echo "                .ruff_cache .import_linter_cache __pycache__);"
+	@echo "                keeps runs/, .hypothesis/ and *.egg-info"
 	@echo "make distclean  clean, and also remove runs/ (every run bundle), .hypothesis/"
 	@echo "                and the *.egg-info folders: back to a fresh clone"
 
@@ -31,6 +32,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict duplex_client cli/duplex_cli
@@ -45,7 +47,7 @@ bench: $(STAMP)
 
 # Keeps runs/ (your run bundles), .hypothesis/ (found examples) and *.egg-info.
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache
 	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +
 
 # Everything `clean` removes, plus run bundles, hypothesis data and build metadata.

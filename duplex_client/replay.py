@@ -151,7 +151,7 @@ async def replay_bundle(
         raise UsageError("replan and a sweep condition are exclusive", keywords=("replan",))
     # Reading (or re-deriving: decoding) the recorded input is blocking work: off the loop.
     recorded = await asyncio.to_thread(RecordedRun.load, path)
-    progress = progress or RunProgress()
+    progress = progress or RunProgress(figures=False)
     if recorded.had_ref_audio and ref_audio is None:
         progress.warn("the original session had a reference voice: pass ref_audio to send one")
     options = RunOptions(

@@ -47,7 +47,11 @@ EXIT_TERMINATED, EXIT_HANGUP = 143, 129
 
 @dataclass(slots=True)
 class RunProgress:
-    """Live state of a run, updated in place for a display to poll."""
+    """Live state of a run, updated in place for a display to poll.
+
+    `phase`, `media_total_ms`, `warnings` and `stop_reason` are always kept; the live
+    figures (times, counts, lateness, decisions, transcript) only while `figures` is True.
+    """
 
     phase: str = "starting"
     media_ms: int = 0
@@ -65,6 +69,9 @@ class RunProgress:
     #: Why the run is being cancelled, set by whoever cancels it (`terminated`, `hangup`);
     #: None reads as `interrupted` (Ctrl-C).
     stop_reason: str | None = None
+    #: Whether the run keeps the live figures up to date (about ten times a second). Off
+    #: when nothing shows or logs them (a run's own default progress, `--quiet`, `--json`).
+    figures: bool = True
 
     def warn(self, message: str) -> None:
         """Note a one-line warning for the display (and the result)."""

@@ -42,7 +42,6 @@ from duplex_client.results import (
     judge,
     record_listening,
     record_session,
-    session_handles,
     stop_status,
 )
 from duplex_client.run_listening import RunListening
@@ -56,6 +55,7 @@ from duplex_client.run_options import (
     default_run_dir,
     open_source,
 )
+from duplex_client.run_watch import LiveFigures, SessionActivity, settle_turn
 from duplex_client.thumbnails import ThumbnailWriter
 
 __all__ = [
@@ -135,7 +135,7 @@ async def run_stream(
     writes nothing.
     """
     options.validate()
-    progress = progress or RunProgress()
+    progress = progress or RunProgress(figures=False)  # nothing displays it
     if url:
         check_url(url)
         options = await with_listed_model(url, options, progress.warn)
@@ -225,7 +225,7 @@ class SessionRun:
         self.options = options
         self.source = source
         self.bundle = bundle
-        self.progress = progress or RunProgress()
+        self.progress = progress or RunProgress(figures=False)
         self.model = options.model_name
         self.client = DuplexClient(
             url,
@@ -249,15 +249,13 @@ class SessionRun:
             model=self.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
         )
         self.timeline.set_sliding_window(config.extra_body)
-        self.last_event_at = time.monotonic()
+        self.activity = SessionActivity()
+        self.figures = LiveFigures(self.progress, self.timeline, self.client, self.activity)
         self.stream_result: StreamResult | None = None
         self.commit_at: float | None = None
         self.sender = sender
         self.keeper = PayloadKeeper(bundle.dir) if options.keep_payloads else None
         self.thumbnails = ThumbnailWriter(bundle.dir) if options.thumbnails else None
-
-    def _on_event(self, event: Any, received_at: float) -> None:
-        self.last_event_at = received_at
 
     async def run(self) -> RunResult:
         """Run the session and always write `result.json`."""
@@ -267,8 +265,9 @@ class SessionRun:
         result.model, result.url = self.model, redact_url(self.client.url)
         result.bundle_dir = self.bundle.dir
         self.bundle.attach(self.client, clock=self.clock, heard_start=self.listening.heard_start_ms)
-        self.client.add_listener(self._on_event)
-        ticker = asyncio.create_task(self._tick(started))
+        self.client.add_listener(self.activity.on_event)
+        # Nothing shows the figures (quiet, JSON, a library call): nothing computes them.
+        ticker = asyncio.create_task(self._tick(started)) if self.progress.figures else None
         try:
             await self._session()
             result.status, result.ok = "ok", True
@@ -281,7 +280,8 @@ class SessionRun:
         except DuplexClientError as exc:
             result.error = self._explain(exc)
         finally:
-            ticker.cancel()
+            if ticker is not None:
+                ticker.cancel()
             await self._close()
             self._complete(result, started)
             await self._measure(result)
@@ -354,7 +354,10 @@ class SessionRun:
         )
 
     async def _finish_turn(self, sr: StreamResult) -> None:
-        """Wait for the commit, the post-commit decision when one is due, and drain responses."""
+        """Wait for the commit, the post-commit decision when one is due, and drain responses.
+
+        Woken by the session's events (`settle_turn`), never by polling.
+        """
         client, opts = self.client, self.options
         if sr.commit_event_id is None:
             return
@@ -371,18 +374,17 @@ class SessionRun:
         active = client.tracker.active
         due = residual or opts.manual_commit or committed.no_response or active is not None
         deadline = time.monotonic() + opts.timeout_s
-        while client.is_open:
-            now = time.monotonic()
-            decided = self._decided_since(self.commit_at)
-            busy = client.tracker.active is not None and not client.tracker.active.done
-            if not busy and (decided or not due) and now - self.last_event_at >= opts.settle_s:
-                # What is still playing is heard to its end (the acks say so) before closing.
-                await self.listening.drain(max(0.0, deadline - time.monotonic()))
-                return
-            if now > deadline:
-                what = "a response did not finish" if busy else "no decision arrived"
-                raise RunFailed(f"{what} within {opts.timeout_s:g} s after the commit")
-            await asyncio.sleep(0.05)
+        settled = await settle_turn(
+            client,
+            self.activity,
+            since=self.commit_at,
+            due=due,
+            settle_s=opts.settle_s,
+            deadline=deadline,
+            timeout_s=opts.timeout_s,
+        )
+        if settled:  # what is still playing is heard to its end (the acks say so) first
+            await self.listening.drain(max(0.0, deadline - time.monotonic()))
 
     def _note_chunk(self) -> None:
         """Say so when the server's units are shorter than `chunk_ms` (appends were cut)."""
@@ -393,11 +395,6 @@ class SessionRun:
                 f"{used} ms (input_timeline.json records chunk_ms {used})"
             )
             self.progress.warn(message)
-
-    def _decided_since(self, t: float) -> bool:
-        return any(
-            h.decision is not None and h.created_at >= t for h in session_handles(self.client)
-        )
 
     async def _close(self) -> None:
         if self.keeper is not None:
@@ -420,25 +417,10 @@ class SessionRun:
             self.thumbnails.close()
 
     async def _tick(self, started: float) -> None:
+        """Refresh the live figures ten times a second (a display's rate, not a wait)."""
         while True:
-            self._refresh(started)
+            self.figures.refresh(time.monotonic() - started)
             await asyncio.sleep(0.1)
-
-    def _refresh(self, started: float) -> None:
-        p = self.progress
-        p.wall_s = time.monotonic() - started
-        rows = self.timeline.appends
-        p.appends = len(rows)
-        if rows:
-            p.media_ms = rows[-1]["media_end_ms"]
-        for kind in p.units:
-            p.units[kind] = sum(1 for r in rows if r["unit_kind"] == kind)
-        late = sorted(r["lateness_ms"] for r in rows if r["lateness_ms"] is not None)
-        if late:
-            p.lateness_p50_ms, p.lateness_max_ms = late[len(late) // 2], late[-1]
-        handles = session_handles(self.client)
-        p.decisions = [(h.metadata.get("unit_index"), h.decision or "?") for h in handles]
-        p.transcript = " ".join(h.transcript or h.text for h in handles if h.transcript or h.text)
 
     def _complete(self, result: RunResult, started: float) -> None:
         client = self.client

@@ -296,10 +296,10 @@ def _sent_sha256(bundle: Path | None) -> str | None:
 
 
 def _reset(progress: RunProgress) -> None:
-    """A fresh display state for the next replay; a stop reason already noted stays."""
+    """A fresh display state for the next replay; a stop reason (and `figures`) stays."""
     fresh = RunProgress()
     for f in dataclasses.fields(progress):
-        if f.name != "stop_reason":
+        if f.name not in ("stop_reason", "figures"):
             setattr(progress, f.name, getattr(fresh, f.name))
 
 
@@ -330,7 +330,7 @@ async def sweep_bundle(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the output directory ({exc})", keywords=()) from None
-    progress = progress or RunProgress()
+    progress = progress or RunProgress(figures=False)
     sweep = SweepResult(name, seed, output_dir=out)
     for value, condition in zip(values, conditions, strict=True):
         _reset(progress)

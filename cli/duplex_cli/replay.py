@@ -88,7 +88,7 @@ def replay_command(
     if sweep is not None:
         options = {"model": model, "api_key": api_key, "ref_audio": ref_audio, "replan": replan}
         sweep_command(bundle, url, sweep, seed, output_dir, options, json_output, quiet, verbose)
-    progress = RunProgress()
+    progress = RunProgress(figures=False)  # nothing displays a replay's progress
     kwargs: dict[str, Any] = {
         "output_dir": output_dir,
         "model": model,
@@ -185,7 +185,7 @@ def sweep_command(
     from duplex_client.usage import UsageError
 
     err = stderr_console()
-    progress = RunProgress()
+    progress = RunProgress(figures=False)  # nothing displays a replay's progress
 
     async def run() -> Any:
         name, values = parse_sweep(spec)

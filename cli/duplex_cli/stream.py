@@ -31,7 +31,7 @@ def stream_command(
     setup_logging(verbose=verbose, quiet=quiet)
     err = stderr_console()
     show = sys.stdout.isatty() and not json_output and not quiet
-    progress = LoggedRunProgress()
+    progress = LoggedRunProgress(figures=show or verbose)  # the panel, or `-v` decisions
     progress.url = url
     try:
         if show:

@@ -133,14 +133,7 @@ class TimelineReconnects:
             self._rows[report.index] = row
 
     def _sent_late(self, event_id: str, at: float) -> None:
-        rows = [*reversed(self.timeline.appends), *reversed(self.timeline.commits)]
-        row = next((r for r in rows if r["event_id"] == event_id), None)
-        if row is None:
-            return
-        row["sent_offset_ms"] = at
-        scheduled = row.get("scheduled_offset_ms")
-        if "lateness_ms" in row and scheduled is not None:
-            row["lateness_ms"] = round(max(0.0, at - scheduled), 3)
+        self.timeline.set_sent_offset(event_id, at)
 
 
 _RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from duplex_client.framing.redact import (
     video_facts,
 )
 from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ, FrameGroup
+from duplex_client.framing.stats import SortedSample
 from duplex_client.framing.units import UnitGrid
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
 from duplex_client.protocol.server_events import (
@@ -31,14 +32,6 @@ from duplex_client.protocol.server_events import (
 
 SCHEMA_VERSION = 1
 TIMELINE_FILENAME = "input_timeline.json"
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def frame_records(group: FrameGroup | None) -> list[dict[str, Any]]:
@@ -104,6 +97,10 @@ class InputTimeline:
         self._rows: dict[str, dict[str, Any]] = {}
         self._listening: set[int] = set()
         self.digest = SentDigest()
+        #: Running figures of the append rows, kept as rows are added (never re-sorted):
+        #: the appends' `lateness_ms` values in order, and the appends of each unit kind.
+        self.lateness = SortedSample()
+        self.unit_counts = {k.value: 0 for k in (UnitKind.AUDIO, UnitKind.OMNI, UnitKind.VISION)}
 
     # --- settings ---
 
@@ -203,6 +200,10 @@ class InputTimeline:
         self.appends.append(row)
         self._rows[event_id] = row
         self.digest.add(append.pcm, append.video_frames)
+        if timing.lateness_ms is not None:
+            self.lateness.add(timing.lateness_ms)
+        if row["unit_kind"] is not None:
+            self.unit_counts[row["unit_kind"]] += 1
         return row
 
     def add_commit(
@@ -254,6 +255,23 @@ class InputTimeline:
         if row is None or "resends" not in row:
             return False
         row["resends"].append({"sent_offset_ms": round(sent_offset_ms, 3), "attempt": attempt})
+        return True
+
+    def set_sent_offset(self, event_id: str, sent_offset_ms: float) -> bool:
+        """A row's event went out later than first recorded (held over a reconnect).
+
+        Its `sent_offset_ms` becomes the new time and an append's `lateness_ms` follows;
+        False if no row has that id.
+        """
+        row = self._rows.get(event_id)
+        if row is None:
+            return False
+        row["sent_offset_ms"] = sent_offset_ms
+        scheduled = row.get("scheduled_offset_ms")
+        if "lateness_ms" in row and scheduled is not None:
+            late = round(max(0.0, sent_offset_ms - scheduled), 3)
+            self.lateness.replace(row["lateness_ms"], late)
+            row["lateness_ms"] = late
         return True
 
     def add_reconnect(
@@ -338,33 +356,28 @@ class InputTimeline:
 
     def totals(self) -> dict[str, Any]:
         """Counts, audio and lateness percentiles summarising the rows."""
-        units = {k.value: 0 for k in (UnitKind.AUDIO, UnitKind.OMNI, UnitKind.VISION)}
         frames = {"base": 0, "composite": 0}
-        late: list[float] = []
         for row in self.appends:
-            if row["unit_kind"] is not None:
-                units[row["unit_kind"]] += 1
             for image in row["frames"]:
                 frames[image["role"]] += 1
-            if row["lateness_ms"] is not None:
-                late.append(row["lateness_ms"])
         audio_ms = 0
         if self.appends:
             first = self.appends[0]
             audio_ms = self.appends[-1]["audio_end_ms"] - (
                 first["audio_end_ms"] - first["duration_ms"]
             )
+        late = self.lateness
         lateness = None
-        if self.pacing == "realtime" and late:
+        if self.pacing == "realtime" and late.max is not None:
             lateness = {
-                "p50": round(_percentile(late, 0.5), 3),
-                "p99": round(_percentile(late, 0.99), 3),
-                "max": round(max(late), 3),
+                "p50": round(late.percentile(0.5), 3),
+                "p99": round(late.percentile(0.99), 3),
+                "max": round(late.max, 3),
             }
         return {
             "appends": len(self.appends),
             "audio_ms": audio_ms,
-            "units": units,
+            "units": dict(self.unit_counts),
             "fallback_units": sum(1 for r in self.appends if r["fallback"] and r["unit_kind"]),
             "frames": frames,
             "commits": len(self.commits),

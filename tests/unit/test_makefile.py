@@ -44,3 +44,4 @@ def test_run_and_test_still_do_what_the_readme_says() -> None:
     assert "duplex-cli stream --input-video examples/sample.mp4" in run
     test = make("-n", "test")
     assert "ruff check" in test and "mypy --strict duplex_client" in test and "pytest" in test
+    assert "lint-imports" in make("-n", "lint")  # the layering contracts (pyproject.toml)
