@@ -99,7 +99,7 @@ class ListeningReport:
         annotations: Sequence[SpeechSegment] | None,
     ) -> ListeningReport:
         """Write `heard.wav` and `conversation.wav`, then measure the turns."""
-        from duplex_client.media.rate import resample_pcm16
+        from duplex_client.media.resample import resample
         from duplex_client.wavfile import write_wav
 
         report = cls()
@@ -107,7 +107,7 @@ class ListeningReport:
         length = heard_length(media_samples, segments)
         heard = render_heard(segments, audio, length)
         write_wav(out_dir / HEARD_FILE, heard, sample_rate_hz)
-        upsampled = resample_pcm16(sent, INPUT_SAMPLE_RATE_HZ, sample_rate_hz)
+        upsampled = resample(sent, INPUT_SAMPLE_RATE_HZ, sample_rate_hz)
         write_wav(out_dir / CONVERSATION_FILE, mix_conversation(upsampled, heard), sample_rate_hz)
         source: UserEndSource = "none"
         if annotations is not None:

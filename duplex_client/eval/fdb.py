@@ -253,7 +253,7 @@ def export_item(item: EvalItem, bundle_dir: Path, export_root: Path) -> ExportOu
     import numpy as np
     import soundfile as sf
 
-    from duplex_client.media.rate import resample_pcm16
+    from duplex_client.media.resample import resample
     from duplex_client.wavfile import read_wav_pcm16, write_wav
 
     if item.fdb_dir is None:
@@ -287,7 +287,7 @@ def export_item(item: EvalItem, bundle_dir: Path, export_root: Path) -> ExportOu
     except (wave.Error, ValueError, EOFError, OSError) as exc:
         return nothing(f"no output.wav: cannot read {heard_path} ({exc})")
 
-    heard = resample_pcm16(np.frombuffer(pcm_bytes, dtype="<i2"), heard_rate, rate)
+    heard = resample(np.frombuffer(pcm_bytes, dtype="<i2"), heard_rate, rate)
     note = None
     if len(heard) < length:
         short_ms = (length - len(heard)) * 1000.0 / rate

@@ -6,46 +6,31 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
+from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
 from duplex_client.live.devices import DeviceError, load_sounddevice, resolve_audio_device
 from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from duplex_client.media.resample import Resampler
 
 #: Blocks kept for a slow consumer before the oldest are dropped (their time becomes a gap).
 DEFAULT_QUEUE_S = 5.0
 
 
-class Resampler:
-    """Streaming conversion of int16 blocks (any rate, any channels) to 16 kHz mono int16."""
+def to_mono(block: Any) -> npt.NDArray[np.float32]:
+    """A captured block (frames × channels int16) as mono float32 in [-1, 1] (a mean)."""
+    import numpy as np
 
-    def __init__(self, rate: int, channels: int) -> None:
-        self.rate = rate
-        self.channels = channels
-        self._av: Any = None
-        if rate != INPUT_SAMPLE_RATE_HZ:
-            import av
+    from duplex_client.media.resample import as_float
 
-            self._av = av.AudioResampler(format="s16", layout="mono", rate=INPUT_SAMPLE_RATE_HZ)
-
-    def convert(self, block: Any) -> bytes:
-        """One captured block (frames × channels int16 array) as 16 kHz mono bytes."""
-        import numpy as np
-
-        data = np.asarray(block, dtype=np.int16)
-        if data.ndim == 2 and data.shape[1] > 1:
-            data = data.astype(np.int32).mean(axis=1).round().astype(np.int16)
-        mono = np.ascontiguousarray(data.reshape(-1))
-        if self._av is None:
-            return mono.astype("<i2").tobytes()
-        import av
-
-        frame = av.AudioFrame.from_ndarray(mono.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate = self.rate
-        return b"".join(
-            bytes(out.planes[0])[: out.samples * BYTES_PER_SAMPLE]
-            for out in self._av.resample(frame)
-        )
+    data = as_float(np.asarray(block, dtype=np.int16))
+    mono: npt.NDArray[np.float32] = data.reshape(len(data), -1).mean(axis=1, dtype=np.float32)
+    return mono
 
 
 class Microphone:
@@ -87,7 +72,7 @@ class Microphone:
         self._ready = asyncio.Event()
         self._samples = 0
         self._gap = 0.0
-        self._resampler: Resampler | None = None
+        self._resampler: Resampler[np.int16] | None = None
         self._closed = False
 
     async def start(self) -> None:
@@ -97,7 +82,9 @@ class Microphone:
         dev = resolve_audio_device(sd, self.device, "input")
         self.device_name = dev.name
         self.rate, self.channels = self._settings(sd, dev.index, dev.default_samplerate)
-        self._resampler = Resampler(self.rate, self.channels)
+        from duplex_client.media.resample import Resampler
+
+        self._resampler = Resampler(self.rate, INPUT_SAMPLE_RATE_HZ)
         blocksize = max(1, self.rate * self.block_ms // 1000)
         self._max_pending = max(4, round(self._queue_s * 1000 / self.block_ms))
         self._loop = asyncio.get_running_loop()
@@ -171,7 +158,8 @@ class Microphone:
             self._gap -= gap
             self.dropped_samples += gap
             self._samples += gap
-        pcm = self._resampler.convert(data)
+        # On the event loop, as before: a 20 ms block costs well under 0.1 ms (bench_resample).
+        pcm = self._resampler.process(to_mono(data)).astype("<i2", copy=False).tobytes()
         block = AudioBlock(pcm, self._samples, captured_at, overflow)
         self._samples += block.samples
         self.level_dbfs = level_dbfs(pcm)

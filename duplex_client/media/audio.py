@@ -1,10 +1,11 @@
 """PCM sources: audio files and clip soundtracks as 16 kHz mono int16 (the framer's input).
 
 `open_audio(path)` reads WAV, FLAC, OGG and MP3 with soundfile and anything else PyAV can
-decode (m4a, opus, a video's soundtrack, ...). Conversion goes through PyAV's resampler
-(`PcmConverter`); soundfile input is read as float32 (libsndfile scales every integer format
-to [-1, 1]) and averaged to mono in numpy. Only 16 kHz mono 16-bit PCM is read as int16 and
-passes through untouched: libsndfile would turn float samples into int16 without scaling them.
+decode (m4a, opus, a video's soundtrack, ...). Both are averaged to mono in numpy and go
+through the package's resampler (`duplex_client.media.resample`); soundfile input is read as
+float32 (libsndfile scales every integer format to [-1, 1]). Only 16 kHz mono 16-bit PCM is
+read as int16 and passes through untouched: libsndfile would turn float samples into int16
+without scaling them.
 Every source is re-iterable: each `chunks()` call decodes the file again from the start,
 holding about one second of audio at a time.
 
@@ -30,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
 from duplex_client.media.errors import MediaError, MediaWarning, av_reason, check_file, warn_media
 from duplex_client.media.probe import MediaInfo, open_input, origin_seconds, probe
-from duplex_client.media.resample import PcmConverter
 
 if TYPE_CHECKING:
     from av.audio.frame import AudioFrame
@@ -205,10 +205,12 @@ class SoundFileAudio(_FileAudio):
         import numpy as np
         import soundfile as sf
 
+        from duplex_client.media.resample import Resampler
+
         # Anything but 16-bit PCM is read as float32: libsndfile scales integers to [-1, 1]
         # but would truncate float samples to int16 unscaled (all zero).
         native = self.native
-        converter = None if native else PcmConverter()
+        resampler = None if native else Resampler(self.sample_rate, INPUT_SAMPLE_RATE_HZ)
         total = 0
         with sf.SoundFile(self.path) as fh:
             blocks = fh.blocks(
@@ -222,30 +224,22 @@ class SoundFileAudio(_FileAudio):
                 except (sf.SoundFileError, RuntimeError) as exc:
                     self._warn("read", f"audio unreadable after this point ({exc})")
                     break
-                if converter is None:
+                if resampler is None:
                     pcm = np.ascontiguousarray(block[:, 0], dtype="<i2").tobytes()
                 else:
-                    pcm = converter.push(self._frame(block))
+                    mono = (
+                        block.mean(axis=1, dtype=np.float32) if block.shape[1] > 1 else block[:, 0]
+                    )
+                    pcm = resampler.process(mono).astype("<i2").tobytes()
                 total += len(pcm) // BYTES_PER_SAMPLE
                 if pcm:
                     yield pcm
-        if converter is not None:
-            tail = converter.flush()
+        if resampler is not None:
+            tail = resampler.flush().astype("<i2").tobytes()
             total += len(tail) // BYTES_PER_SAMPLE
             if tail:
                 yield tail
         self._finish(total)
-
-    def _frame(self, block: Any) -> AudioFrame:
-        import av
-        import numpy as np
-
-        mono = block.mean(axis=1, dtype=np.float32) if block.shape[1] > 1 else block[:, 0]
-        frame = av.AudioFrame.from_ndarray(
-            np.ascontiguousarray(mono, dtype=np.float32)[None, :], format="flt", layout="mono"
-        )
-        frame.sample_rate = self.sample_rate
-        return frame
 
 
 class AvAudio(_FileAudio):
@@ -278,6 +272,8 @@ class AvAudio(_FileAudio):
     def chunks(self) -> Iterator[bytes]:
         """16 kHz mono int16 LE PCM from media time 0, about one second per chunk."""
         import av
+
+        from duplex_client.media.resample import PcmConverter
 
         converter = PcmConverter()
         buf = bytearray()

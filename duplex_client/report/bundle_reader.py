@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 THUMBNAIL_DIR = "frames"
+#: The rate Opus encodes at (the conversation mix is resampled to it).
+OPUS_RATE_HZ = 48000
 RESULT_FILE = "result.json"
 EVENTS_FILE = "events.jsonl"
 
@@ -191,29 +193,34 @@ def encode_listening_audio(path: Path, *, bitrate: int = 48000) -> bytes:
     import av
     import numpy as np
 
+    from duplex_client.media.resample import Resampler
     from duplex_client.wavfile import read_wav_int16
 
     rate = _wav_rate(path)
     samples = read_wav_int16(path)
     if samples.ndim == 1:
         samples = samples.reshape(-1, 1)
+    channels = samples.shape[1]
+    layout = "stereo" if channels == 2 else "mono"
+    resampler = Resampler(rate, OPUS_RATE_HZ, channels)
     out = io.BytesIO()
     with av.open(out, "w", format="ogg") as container:
-        layout = "stereo" if samples.shape[1] == 2 else "mono"
-        stream = container.add_stream("libopus", rate=48000, layout=layout)
+        stream = container.add_stream("libopus", rate=OPUS_RATE_HZ, layout=layout)
         stream.bit_rate = bitrate
-        resampler = av.AudioResampler(format="s16", layout=layout, rate=48000)
-        step = rate  # one second per frame given to the resampler
-        for start in range(0, len(samples), step):
-            block = np.ascontiguousarray(samples[start : start + step].T.reshape(1, -1))
-            frame = av.AudioFrame.from_ndarray(block, format="s16", layout=layout)
-            frame.sample_rate = rate
-            for resampled in resampler.resample(frame):
-                for packet in stream.encode(resampled):
-                    container.mux(packet)
-        for resampled in resampler.resample(None):
-            for packet in stream.encode(resampled):
+
+        def encode(block: npt.NDArray[np.int16] | None) -> None:
+            frame = None
+            if block is not None:
+                if not len(block):
+                    return
+                data = np.ascontiguousarray(block.reshape(1, -1))
+                frame = av.AudioFrame.from_ndarray(data, format="s16", layout=layout)
+                frame.sample_rate = OPUS_RATE_HZ
+            for packet in stream.encode(frame):
                 container.mux(packet)
-        for packet in stream.encode(None):
-            container.mux(packet)
+
+        for start in range(0, len(samples), rate):  # a second at a time
+            encode(resampler.process(samples[start : start + rate]))
+        encode(resampler.flush())
+        encode(None)
     return out.getvalue()

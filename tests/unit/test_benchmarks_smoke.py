@@ -128,3 +128,20 @@ def test_eval_bench_verdict_names_what_missed(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(bench_eval.LEVELS_ENV, "0,8")
     with pytest.raises(SystemExit, match="BENCH_EVAL_LEVELS must be"):
         bench_eval.plan(quick=False)
+
+
+def test_resample_bench_tells_the_linear_baseline_from_the_package(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import bench_resample
+
+    made = bench_resample.contenders()
+    linear = bench_resample.quality(made["linear (baseline)"])
+    ours = bench_resample.quality(made["package Resampler"])
+    assert linear["tone10k"] > -1 and ours["tone10k"] < -120  # aliased at full level / gone
+    assert linear["image_up"] > -10 and ours["image_up"] < -120
+    assert ours["flat_down"] < 0.01 and ours["flat_up"] < 0.01 and ours["chunking"] == 0
+    assert 0 < ours["lag_down"] < 5 and 0 < ours["lag_up"] < 5
+    monkeypatch.setenv(_common.QUICK_ENV, "1")
+    bench_resample.main()
+    assert "| package Resampler |" in capsys.readouterr().out

@@ -6,7 +6,8 @@ from typing import Final
 
 import numpy as np
 
-from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, StreamResampler, to_float
+from duplex_client.media.resample import Resampler
+from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, to_float
 from duplex_client.server.engine.vad import VadParams, VoiceActivityDetector
 
 #: Audio kept before a detected start and after a detected stop (ms).
@@ -27,7 +28,7 @@ class SegmentListener:
     ) -> None:
         self.sample_rate_hz = sample_rate_hz
         self.input_format = input_format
-        self._resampler = StreamResampler(sample_rate_hz, MODEL_RATE_HZ)
+        self._resampler = Resampler(sample_rate_hz, MODEL_RATE_HZ, dtype=np.float32)
         self._vad = VoiceActivityDetector(params=params)
         self._buf = np.zeros(0, dtype=np.float32)
         self._buf_start = 0  # stream sample index of _buf[0]
@@ -41,7 +42,7 @@ class SegmentListener:
 
     def push(self, pcm: bytes) -> list[Samples]:
         """Feed input PCM; returns the utterances that ended in it (usually none)."""
-        samples = self._resampler.push(to_float(pcm, self.input_format))
+        samples = self._resampler.process(to_float(pcm, self.input_format))
         self._buf = np.concatenate([self._buf, samples])
         self._total += len(samples)
         finished: list[Samples] = []

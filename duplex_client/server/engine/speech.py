@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 
+from duplex_client.media.resample import resample
 from duplex_client.protocol.codec import CodecError, b64decode
 from duplex_client.server.engine.base import (
     AudioChunk,
@@ -35,7 +36,7 @@ from duplex_client.server.engine.base import (
     UnitView,
 )
 from duplex_client.server.engine.listener import PREROLL_MS, TAIL_MS, SegmentListener
-from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, resample, to_float
+from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, to_float
 from duplex_client.server.engine.responder import Observation, Responder
 from duplex_client.server.engine.vad import VadParams, speech_segments
 

@@ -18,7 +18,8 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from duplex_client.server.engine.pcm import resample, to_pcm16
+from duplex_client.media.resample import resample
+from duplex_client.server.engine.pcm import to_pcm16
 
 #: The voice and speed our answers and test utterances use (clearest for pocketsphinx).
 VOICE: Final = "en-us+f5"
@@ -214,12 +215,7 @@ def synthesize(
     """Speak `text` as PCM16 mono at `sample_rate_hz`, with word start times."""
     engine = shared_espeak()
     native, events = engine.synth(text, voice, words_per_minute)
-    if sample_rate_hz != engine.sample_rate_hz:
-        floats = native.astype(np.float32) / np.float32(32768.0)
-        out = resample(floats, engine.sample_rate_hz, sample_rate_hz)
-        samples = np.frombuffer(to_pcm16(out), dtype="<i2").astype(np.int16)
-    else:
-        samples = native
+    samples = resample(native, engine.sample_rate_hz, sample_rate_hz)
     words = tuple((word, ms * sample_rate_hz // 1000) for word, ms in _word_starts(text, events))
     return Speech(samples=samples, sample_rate_hz=sample_rate_hz, words=words)
 

@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from duplex_client.media.resample import Resampler
 from duplex_client.media.vad import (
     CONTEXT_SAMPLES,
     MODEL_PATH,
@@ -27,7 +28,7 @@ from duplex_client.media.vad import (
     VadUnavailable,
     shared_model,
 )
-from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, StreamResampler, to_float
+from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, to_float
 
 #: The server's name for `duplex_client.media.vad.VadUnavailable` (onnxruntime or model missing).
 VadUnavailableError = VadUnavailable
@@ -150,7 +151,7 @@ class VoiceActivityDetector:
         model: SileroModel | None = None,
     ) -> None:
         self.input_format = input_format
-        self._resampler = StreamResampler(input_rate_hz, MODEL_RATE_HZ)
+        self._resampler = Resampler(input_rate_hz, MODEL_RATE_HZ, dtype=np.float32)
         self._stream = VadStream(model)
         self.tracker = SpeechTracker(params)
 
@@ -161,7 +162,7 @@ class VoiceActivityDetector:
 
     def push(self, pcm: bytes) -> VadResult:
         """Score the next piece of input audio."""
-        samples = self._resampler.push(to_float(pcm, self.input_format))
+        samples = self._resampler.process(to_float(pcm, self.input_format))
         return self.push_samples(samples)
 
     def push_samples(self, samples: Samples) -> VadResult:

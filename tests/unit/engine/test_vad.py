@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from duplex_client.server.engine.pcm import resample, to_float, to_pcm16
+from duplex_client.media.resample import resample
+from duplex_client.server.engine.pcm import to_float, to_pcm16
 from duplex_client.server.engine.tts import speech_pcm16
 from duplex_client.server.engine.vad import (
     WINDOW_MS,
