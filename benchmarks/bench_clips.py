@@ -44,7 +44,7 @@ CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
     ("2160p30", (3840, 2160), 20, [1]),
 ]
 QUICK_CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
-    ("720p30", (1280, 720), 3, [1, 2]),
+    ("720p30", (1280, 720), 3, [2]),
 ]
 KEYINT = 30
 MODES = ("ours", "inline")

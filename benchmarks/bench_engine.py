@@ -253,7 +253,7 @@ def main() -> None:
     print("\n1. Engine parts: CPU ms per second of input (one thread, best of 3)")
     header = ["part", "ms / s", "of real time", "baseline ms / s", "vs baseline", "load ms"]
     print(_table(header, components()), flush=True)
-    seconds = 10 if quick else 60
+    seconds = 4 if quick else 60
     print(f"\n2. One minicpmo session, sans-I/O, {seconds} s of media: sessions per core")
     estimate = sessions_estimate(seconds)
     header = ["engine", "CPU ms / s", "sessions / core", "responses", "media s"]
