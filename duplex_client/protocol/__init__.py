@@ -1,4 +1,4 @@
-"""Sans-I/O wire protocol: typed events, codec, errors and capabilities (protocol.md)."""
+"""Sans-I/O wire protocol: one typed schema for both roles, codec, errors, capabilities."""
 
 from duplex_client.protocol import client_events as _ce
 from duplex_client.protocol import response_events as _re
@@ -33,6 +33,7 @@ from duplex_client.protocol.events import (
     parse_server_event,
 )
 from duplex_client.protocol.response_events import *
+from duplex_client.protocol.schema import Record, Rule, SchemaError
 from duplex_client.protocol.server_events import *
 from duplex_client.protocol.server_events import ServerEvent
 
@@ -52,6 +53,9 @@ __all__ = [
     "DuplexSessionClosedError",
     "ErrorCode",
     "ErrorInfo",
+    "Record",
+    "Rule",
+    "SchemaError",
     "ServerEvent",
     "UnitKind",
     "b64decode",

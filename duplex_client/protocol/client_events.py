@@ -1,33 +1,44 @@
-"""Typed client events (client → server), each serialising to its wire dict (protocol.md §2–§6)."""
+"""Typed client events (client → server), one class per wire type (protocol.md §2–§6).
+
+A client builds and encodes them (`to_dict`); a server decodes them strictly
+(`decode_client_event`), so an event is refused for exactly what its class does not allow.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from duplex_client.protocol.codec import new_client_event_id
+from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.fields import OMIT, Rule, SchemaError
+from duplex_client.protocol.requests import ResponseOptions
+from duplex_client.protocol.schema import Record, lift_fields
+
+_FRAMES = ErrorCode.INVALID_VIDEO_FRAMES
+_FORMAT = ErrorCode.UNSUPPORTED_AUDIO_FORMAT
+_ITEM_ID = Rule(code=ErrorCode.MISSING_ITEM_ID, non_empty=True)
 
 
 @dataclass(kw_only=True, slots=True)
-class ClientEvent:
-    """Base of every client event: a wire `type` and an `event_id`."""
+class ClientEvent(Record):
+    """Base of every client event: a wire `type` and an `event_id` ("" when a peer sent none)."""
 
     TYPE: ClassVar[str] = ""
-    event_id: str = field(default_factory=new_client_event_id)
-
-    def body(self) -> dict[str, Any]:
-        """The event's own fields (without `type` and `event_id`)."""
-        return {}
+    #: Other wire names a server accepts for this event.
+    ALIASES: ClassVar[tuple[str, ...]] = ()
+    event_id: Annotated[str, Rule(absent="", absent_set=True)] = field(
+        default_factory=new_client_event_id
+    )
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire object."""
-        out: dict[str, Any] = {"type": self.TYPE, "event_id": self.event_id}
-        out.update(self.body())
-        return out
+        """The wire object: `type`, `event_id`, then the event's fields."""
+        return self.body({"type": self.TYPE})
 
 
-def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
+def _frames_non_empty(frames: tuple[str, ...]) -> str | None:
+    empty = next((i for i, f in enumerate(frames) if not f), None)
+    return None if empty is None else f"video_frames[{empty}] must be a base64 string"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -37,27 +48,16 @@ class SessionUpdate(ClientEvent):
     TYPE: ClassVar[str] = "session.update"
     session: dict[str, Any]
 
-    def body(self) -> dict[str, Any]:
-        """The session object."""
-        return {"session": self.session}
-
 
 @dataclass(kw_only=True, slots=True)
 class SessionResume(ClientEvent):
     """`session.resume`: reattach to a detached session (first message only)."""
 
     TYPE: ClassVar[str] = "session.resume"
+    CODE = ErrorCode.INVALID_SESSION_RESUME
     session_id: str
-    resume_token: str
-    last_received_server_event_seq: int = 0
-
-    def body(self) -> dict[str, Any]:
-        """Session id, token and last seen sequence number."""
-        return {
-            "session_id": self.session_id,
-            "resume_token": self.resume_token,
-            "last_received_server_event_seq": self.last_received_server_event_seq,
-        }
+    resume_token: str = field(repr=False)
+    last_received_server_event_seq: Annotated[int, Rule(ge=0)] = 0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -72,11 +72,8 @@ class SessionClose(ClientEvent):
     """`session.close`: end the session; the server answers `session.closed`."""
 
     TYPE: ClassVar[str] = "session.close"
-    reason: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The optional reason."""
-        return _drop_none({"reason": self.reason})
+    ALIASES: ClassVar[tuple[str, ...]] = ("close", "close_session", "session_close")
+    reason: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -84,53 +81,44 @@ class SessionEventAck(ClientEvent):
     """`session.event_ack`: the highest `server_event_seq` processed."""
 
     TYPE: ClassVar[str] = "session.event_ack"
-    server_event_seq: int
-
-    def body(self) -> dict[str, Any]:
-        """The acknowledged sequence number."""
-        return {"server_event_seq": self.server_event_seq}
+    server_event_seq: Annotated[int, Rule(ge=0)]
 
 
 @dataclass(kw_only=True, slots=True)
 class InputAudioBufferAppend(ClientEvent):
-    """`input_audio_buffer.append`: one append of any unit kind (AUDIO, OMNI or VISION)."""
+    """`input_audio_buffer.append`: one append of any unit kind (AUDIO, OMNI or VISION).
+
+    Fields are checked in the order protocol.md §3.2 gives: audio and frames, that one of
+    them is there, the hint and the informational positions, then format and rate (whether
+    they match the session, whether the base64 decodes and the unit kind is legal is the
+    server's check). `audio_start_ms` defaults to `audio_end_ms - duration_ms`.
+    """
 
     TYPE: ClassVar[str] = "input_audio_buffer.append"
-    audio: str
-    duration_ms: int
-    audio_end_ms: int
-    video_frames: tuple[str, ...] = ()
-    format: str | None = "pcm16"
-    sample_rate_hz: int | None = 16000
-    is_speech: bool | None = None
-    media_start_ms: int | None = None
-    media_end_ms: int | None = None
-    unit_index: int | None = None
+    ALIASES: ClassVar[tuple[str, ...]] = ("input.audio.append", "push_chunk")
+    REQUIRE_ANY: ClassVar[tuple[str, ...]] = ("audio", "video_frames")
+    audio: Annotated[str | None, Rule(aliases=("delta",))] = ""
+    video_frames: Annotated[
+        tuple[str, ...], Rule(omit=True, code=_FRAMES, check=_frames_non_empty)
+    ] = ()
+    max_slice_nums: Annotated[int | None, Rule(omit=True, choices=(1,), code=_FRAMES)] = None
+    is_speech: Annotated[bool | None, Rule(aliases=("speech",), omit=True)] = None
+    duration_ms: Annotated[float | None, OMIT] = None
+    audio_start_ms: Annotated[float | None, OMIT] = None
+    audio_end_ms: Annotated[float | None, OMIT] = None
+    media_start_ms: Annotated[float | None, OMIT] = None
+    media_end_ms: Annotated[float | None, OMIT] = None
+    unit_index: Annotated[float | None, OMIT] = None
+    format: Annotated[
+        str | None, Rule(aliases=("input_audio_format",), omit=True, code=_FORMAT)
+    ] = "pcm16"
+    sample_rate_hz: Annotated[
+        float | None, Rule(aliases=("sample_rate",), omit=True, code=_FORMAT)
+    ] = 16000
 
-    def body(self) -> dict[str, Any]:
-        """Audio, positions, hint, frames and media span; absent optionals are omitted."""
-        out: dict[str, Any] = {"audio": self.audio}
-        if self.format is not None:
-            out["format"] = self.format
-        if self.sample_rate_hz is not None:
-            out["sample_rate_hz"] = self.sample_rate_hz
-        out["duration_ms"] = self.duration_ms
-        out["audio_start_ms"] = self.audio_end_ms - self.duration_ms
-        out["audio_end_ms"] = self.audio_end_ms
-        if self.is_speech is not None:
-            out["is_speech"] = self.is_speech
-        if self.video_frames:
-            out["video_frames"] = list(self.video_frames)
-        out.update(
-            _drop_none(
-                {
-                    "media_start_ms": self.media_start_ms,
-                    "media_end_ms": self.media_end_ms,
-                    "unit_index": self.unit_index,
-                }
-            )
-        )
-        return out
+    def __post_init__(self) -> None:
+        if self.audio_start_ms is None and None not in (self.audio_end_ms, self.duration_ms):
+            self.audio_start_ms = self.audio_end_ms - self.duration_ms  # type: ignore[operator]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -139,15 +127,8 @@ class InputAudioBufferCommit(ClientEvent):
 
     TYPE: ClassVar[str] = "input_audio_buffer.commit"
     final: bool = True
-    response_create: bool | None = None
-    is_speech: bool | None = None
-
-    def body(self) -> dict[str, Any]:
-        """`final`, and `response_create`/`is_speech` only when set."""
-        return {
-            "final": self.final,
-            **_drop_none({"response_create": self.response_create, "is_speech": self.is_speech}),
-        }
+    response_create: Annotated[bool | None, Rule(aliases=("create_response",), omit=True)] = None
+    is_speech: Annotated[bool | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -169,11 +150,9 @@ class ResponseCreate(ClientEvent):
     """`response.create`: ask for a response, with optional per-response options."""
 
     TYPE: ClassVar[str] = "response.create"
-    response: dict[str, Any] = field(default_factory=dict)
-
-    def body(self) -> dict[str, Any]:
-        """The options object (omitted when empty)."""
-        return {"response": self.response} if self.response else {}
+    response: Annotated[dict[str, Any], Rule(omit=True, schema=ResponseOptions)] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(kw_only=True, slots=True)
@@ -181,11 +160,7 @@ class ResponseCancel(ClientEvent):
     """`response.cancel`: cancel the given (default: active) response."""
 
     TYPE: ClassVar[str] = "response.cancel"
-    response_id: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The optional response id."""
-        return _drop_none({"response_id": self.response_id})
+    response_id: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -193,33 +168,35 @@ class OutputAudioBufferClear(ClientEvent):
     """`output_audio_buffer.clear`: stop sending audio for a response."""
 
     TYPE: ClassVar[str] = "output_audio_buffer.clear"
-    response_id: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The optional response id."""
-        return _drop_none({"response_id": self.response_id})
+    response_id: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
 class PlaybackAck(ClientEvent):
-    """`playback.ack`: how much of a response's audio was actually played (protocol.md §5)."""
+    """`playback.ack`: how much of a response's audio was actually played (protocol.md §5).
+
+    `response_id` may come from `item_id` (`item_<response_id>`) and `item_id` from it;
+    `committed_ms` defaults to `played_ms` and is clamped to it.
+    """
 
     TYPE: ClassVar[str] = "playback.ack"
-    response_id: str
-    played_ms: int
-    committed_ms: int | None = None
+    response_id: str | None = None
+    item_id: str | None = None
+    played_ms: Annotated[int, Rule(ge=0)]
+    committed_ms: Annotated[int | None, Rule(ge=0)] = None
     truncate: bool = False
 
-    def body(self) -> dict[str, Any]:
-        """Response/item ids, played and committed ms, truncate flag."""
+    def __post_init__(self) -> None:
+        item = self.item_id
+        if self.response_id is None and item is not None and item.startswith("item_"):
+            self.response_id = item[5:]
+        if self.response_id is None:
+            raise SchemaError(ErrorCode.BAD_EVENT, "playback.ack needs response_id", "response_id")
+        if item is None:
+            self.item_id = f"item_{self.response_id}"
         committed = self.played_ms if self.committed_ms is None else self.committed_ms
-        return {
-            "response_id": self.response_id,
-            "item_id": f"item_{self.response_id}",
-            "played_ms": self.played_ms,
-            "committed_ms": min(committed, self.played_ms),
-            "truncate": self.truncate,
-        }
+        self.committed_ms = min(committed, self.played_ms)
+        lift_fields(self)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -228,11 +205,7 @@ class ConversationItemCreate(ClientEvent):
 
     TYPE: ClassVar[str] = "conversation.item.create"
     item: dict[str, Any]
-    previous_item_id: str | None = None
-
-    def body(self) -> dict[str, Any]:
-        """The item and its optional predecessor."""
-        return {"item": self.item, **_drop_none({"previous_item_id": self.previous_item_id})}
+    previous_item_id: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -240,11 +213,7 @@ class ConversationItemRetrieve(ClientEvent):
     """`conversation.item.retrieve`: fetch an item by id."""
 
     TYPE: ClassVar[str] = "conversation.item.retrieve"
-    item_id: str
-
-    def body(self) -> dict[str, Any]:
-        """The item id."""
-        return {"item_id": self.item_id}
+    item_id: Annotated[str, _ITEM_ID]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -252,11 +221,7 @@ class ConversationItemDelete(ClientEvent):
     """`conversation.item.delete`: remove an item by id."""
 
     TYPE: ClassVar[str] = "conversation.item.delete"
-    item_id: str
-
-    def body(self) -> dict[str, Any]:
-        """The item id."""
-        return {"item_id": self.item_id}
+    item_id: Annotated[str, _ITEM_ID]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -264,17 +229,9 @@ class ConversationItemTruncate(ClientEvent):
     """`conversation.item.truncate`: cut an assistant item's audio at `audio_end_ms`."""
 
     TYPE: ClassVar[str] = "conversation.item.truncate"
-    item_id: str
-    audio_end_ms: int
-    content_index: int = 0
-
-    def body(self) -> dict[str, Any]:
-        """Item id, content index and cut position."""
-        return {
-            "item_id": self.item_id,
-            "content_index": self.content_index,
-            "audio_end_ms": self.audio_end_ms,
-        }
+    item_id: Annotated[str, _ITEM_ID]
+    content_index: Annotated[int, Rule(ge=0)] = 0
+    audio_end_ms: Annotated[int, Rule(ge=0)]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -282,11 +239,7 @@ class InputTextAppend(ClientEvent):
     """`input.text.append`: text input (chat lane only)."""
 
     TYPE: ClassVar[str] = "input.text.append"
-    text: str
-
-    def body(self) -> dict[str, Any]:
-        """The text."""
-        return {"text": self.text}
+    text: str = ""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -303,39 +256,52 @@ class TurnSignal(ClientEvent):
     TYPE: ClassVar[str] = "turn.signal"
     signal: str
 
-    def body(self) -> dict[str, Any]:
-        """The signal name."""
-        return {"signal": self.signal}
 
+_CLASSES: tuple[type[ClientEvent], ...] = (
+    SessionUpdate,
+    SessionResume,
+    SessionHeartbeat,
+    SessionClose,
+    SessionEventAck,
+    InputAudioBufferAppend,
+    InputAudioBufferCommit,
+    InputAudioBufferClear,
+    InputCancel,
+    ResponseCreate,
+    ResponseCancel,
+    OutputAudioBufferClear,
+    PlaybackAck,
+    ConversationItemCreate,
+    ConversationItemRetrieve,
+    ConversationItemDelete,
+    ConversationItemTruncate,
+    InputTextAppend,
+    BargeIn,
+    TurnSignal,
+)
 
-#: Every client event class by wire type.
-CLIENT_EVENT_TYPES: dict[str, type[ClientEvent]] = {
-    cls.TYPE: cls
-    for cls in (
-        SessionUpdate,
-        SessionResume,
-        SessionHeartbeat,
-        SessionClose,
-        SessionEventAck,
-        InputAudioBufferAppend,
-        InputAudioBufferCommit,
-        InputAudioBufferClear,
-        InputCancel,
-        ResponseCreate,
-        ResponseCancel,
-        OutputAudioBufferClear,
-        PlaybackAck,
-        ConversationItemCreate,
-        ConversationItemRetrieve,
-        ConversationItemDelete,
-        ConversationItemTruncate,
-        InputTextAppend,
-        BargeIn,
-        TurnSignal,
-    )
+#: Every client event class by its wire type.
+CLIENT_EVENT_TYPES: dict[str, type[ClientEvent]] = {cls.TYPE: cls for cls in _CLASSES}
+
+#: Every name a server accepts (types and aliases) → event class.
+CLIENT_EVENT_NAMES: dict[str, type[ClientEvent]] = {
+    name: cls for cls in _CLASSES for name in (cls.TYPE, *cls.ALIASES)
 }
 
+
+def decode_client_event(raw: dict[str, Any]) -> ClientEvent:
+    """Strictly decode a client event object; raises `SchemaError` (code and `param`)."""
+    etype = raw.get("type")
+    if not isinstance(etype, str):
+        raise SchemaError(ErrorCode.BAD_EVENT, "type must be a string", "type")
+    cls = CLIENT_EVENT_NAMES.get(etype)
+    if cls is None:
+        raise SchemaError(ErrorCode.UNKNOWN_EVENT, f"unknown event type {etype!r}", "type")
+    return cls.decode(raw)
+
+
 __all__ = [
+    "CLIENT_EVENT_NAMES",
     "CLIENT_EVENT_TYPES",
     "BargeIn",
     "ConversationItemCreate",
@@ -357,4 +323,5 @@ __all__ = [
     "SessionResume",
     "SessionUpdate",
     "TurnSignal",
+    "decode_client_event",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final
+
+from duplex_client.protocol.schema import OMIT, Record
 
 # --- error classes (error.type) ---
 INVALID_REQUEST_ERROR: Final = "invalid_request_error"
@@ -91,15 +93,15 @@ SESSION_FATAL_CODES: Final = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorInfo:
-    """The body of an `error` event, read from the nested or the flat shape."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorInfo(Record):
+    """The body of an `error` event (encoded nested; read from the nested or the flat shape)."""
 
+    type: str = INVALID_REQUEST_ERROR
     code: str | None
     message: str
-    type: str = INVALID_REQUEST_ERROR
-    param: str | None = None
-    event_id: str | None = None
+    param: Annotated[str | None, OMIT] = None
+    event_id: Annotated[str | None, OMIT] = None
 
     @classmethod
     def from_event(cls, raw: dict[str, Any]) -> ErrorInfo:
@@ -111,7 +113,9 @@ class ErrorInfo:
         else:
             src = raw
             message = body if isinstance(body, str) else (_str(raw.get("message")) or "")
-        code = _str(src.get("code")) or _str(raw.get("code"))
+        code = _str(src.get("code"))
+        if code is None:
+            code = _str(raw.get("code"))
         etype = _str(src.get("type"))
         if etype not in ERROR_TYPES:
             etype = INVALID_REQUEST_ERROR

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Final
 
 from duplex_client.protocol.codec import b64decode
+from duplex_client.protocol.schema import OMIT, Rule
 from duplex_client.protocol.server_events import ServerEvent, sub_dict
 
-
-def _with_response_id(raw: dict[str, Any]) -> dict[str, Any]:
-    """Take `response_id` from the top level, else from `response.id`."""
-    if isinstance(raw.get("response_id"), str):
-        return raw
-    rid = sub_dict(raw, "response").get("id")
-    return {**raw, "response_id": rid} if isinstance(rid, str) else raw
+#: `response_id` repeats `response.id` (a response-ending event may carry either).
+_LIFT_ID: Final = Rule(lift=("response", "id"))
+#: `metadata` repeats `response.metadata`: lifted when read, left out when written.
+_LIFT_META: Final = Rule(omit=True, lift=("response", "metadata"), omit_lifted=True)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -22,17 +20,7 @@ class ResponseEvent(ServerEvent):
     """Base of events that belong to one response (carry `response_id`)."""
 
     response_id: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        """Lift `response.id` and `response.metadata` when absent at the top."""
-        out = _with_response_id(raw)
-        if not isinstance(out.get("metadata"), dict):
-            meta = sub_dict(raw, "response").get("metadata")
-            if isinstance(meta, dict):
-                out = {**out, "metadata": meta}
-        return out
+    metadata: Annotated[dict[str, Any], OMIT] = field(default_factory=dict)
 
     @property
     def unit_index(self) -> int | None:
@@ -58,6 +46,8 @@ class ResponseCreated(ResponseEvent):
     """`response.created`: a response started."""
 
     TYPE: ClassVar[str] = "response.created"
+    response_id: Annotated[str | None, _LIFT_ID] = None
+    metadata: Annotated[dict[str, Any], _LIFT_META] = field(default_factory=dict)
     response: dict[str, Any] = field(default_factory=dict)
 
 
@@ -67,6 +57,7 @@ class ResponseSpeak(ResponseEvent):
 
     TYPE: ClassVar[str] = "response.speak"
     item_id: str | None = None
+    output_index: int = 0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -74,18 +65,12 @@ class ResponseListen(ResponseEvent):
     """`response.listen`: the model listened (standalone without a live `response_id`)."""
 
     TYPE: ClassVar[str] = "response.listen"
+    #: Only a top-level `response_id` makes a listen end a response (absent when standalone).
+    response_id: Annotated[str | None, OMIT] = None
+    metadata: Annotated[dict[str, Any], _LIFT_META] = field(default_factory=dict)
     session_id: str | None = None
     epoch: int | None = None
     response: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        """Only a top-level `response_id` makes a listen end a response."""
-        out = dict(raw)
-        meta = sub_dict(raw, "response").get("metadata")
-        if not isinstance(out.get("metadata"), dict) and isinstance(meta, dict):
-            out["metadata"] = meta
-        return out
 
     @property
     def reason(self) -> str | None:
@@ -99,6 +84,8 @@ class ResponseDone(ResponseEvent):
     """`response.done`: the response ended (`completed`, `cancelled` or `failed`)."""
 
     TYPE: ClassVar[str] = "response.done"
+    response_id: Annotated[str | None, _LIFT_ID] = None
+    metadata: Annotated[dict[str, Any], _LIFT_META] = field(default_factory=dict)
     response: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -119,8 +106,9 @@ class ResponseOutputItemAdded(ResponseEvent):
     """`response.output_item.added`."""
 
     TYPE: ClassVar[str] = "response.output_item.added"
-    item: dict[str, Any] = field(default_factory=dict)
+    item_id: str | None = None
     output_index: int = 0
+    item: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -128,8 +116,10 @@ class ResponseOutputItemDone(ResponseEvent):
     """`response.output_item.done`."""
 
     TYPE: ClassVar[str] = "response.output_item.done"
-    item: dict[str, Any] = field(default_factory=dict)
+    item_id: str | None = None
     output_index: int = 0
+    content_index: int = 0
+    item: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -138,6 +128,8 @@ class ResponseContentPartAdded(ResponseEvent):
 
     TYPE: ClassVar[str] = "response.content_part.added"
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     part: dict[str, Any] = field(default_factory=dict)
 
 
@@ -147,6 +139,8 @@ class ResponseContentPartDone(ResponseEvent):
 
     TYPE: ClassVar[str] = "response.content_part.done"
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     part: dict[str, Any] = field(default_factory=dict)
 
 
@@ -157,6 +151,8 @@ class ResponseAudioDelta(ResponseEvent):
     TYPE: ClassVar[str] = "response.output_audio.delta"
     ALIASES: ClassVar[tuple[str, ...]] = ("response.audio.delta",)
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     delta: str = field(default="", repr=False)
     format: str | None = None
     sample_rate_hz: int | None = None
@@ -173,6 +169,8 @@ class ResponseAudioDone(ResponseEvent):
     TYPE: ClassVar[str] = "response.output_audio.done"
     ALIASES: ClassVar[tuple[str, ...]] = ("response.audio.done",)
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -182,6 +180,8 @@ class ResponseAudioTranscriptDelta(ResponseEvent):
     TYPE: ClassVar[str] = "response.output_audio_transcript.delta"
     ALIASES: ClassVar[tuple[str, ...]] = ("response.audio_transcript.delta",)
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     delta: str = ""
 
 
@@ -192,6 +192,8 @@ class ResponseAudioTranscriptDone(ResponseEvent):
     TYPE: ClassVar[str] = "response.output_audio_transcript.done"
     ALIASES: ClassVar[tuple[str, ...]] = ("response.audio_transcript.done",)
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     transcript: str = ""
 
 
@@ -202,6 +204,8 @@ class ResponseTextDelta(ResponseEvent):
     TYPE: ClassVar[str] = "response.output_text.delta"
     ALIASES: ClassVar[tuple[str, ...]] = ("response.text.delta",)
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     delta: str = ""
 
 
@@ -212,6 +216,8 @@ class ResponseTextDone(ResponseEvent):
     TYPE: ClassVar[str] = "response.output_text.done"
     ALIASES: ClassVar[tuple[str, ...]] = ("response.text.done",)
     item_id: str | None = None
+    output_index: int = 0
+    content_index: int = 0
     text: str = ""
 
 

@@ -1,14 +1,17 @@
-"""Typed server events (server → client); both event-name generations decode to one type."""
+"""Typed server events (server → client); both event-name generations decode to one type.
+
+A server builds and encodes them (`to_dict(beta=...)`); a client decodes them tolerantly
+(`from_raw`: unknown fields ignored, ill-typed ones at their defaults, nothing raises).
+"""
 
 from __future__ import annotations
 
-import types
-import typing
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Self
 
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import ErrorInfo
+from duplex_client.protocol.schema import OMIT, Record, Rule, lift_fields, tolerant_fields
 
 #: GA event names and their beta synonyms (protocol.md §9.1).
 GA_TO_BETA: dict[str, str] = {
@@ -23,68 +26,55 @@ GA_TO_BETA: dict[str, str] = {
 
 
 @dataclass(kw_only=True, slots=True)
-class ServerEvent:
+class ServerEvent(Record):
     """Base of every server event: the wire `type`, ids, sequence number and the raw object."""
 
     TYPE: ClassVar[str] = ""
     ALIASES: ClassVar[tuple[str, ...]] = ()
+    SKIP = frozenset({"type", "event_id", "server_event_seq", "raw"})
     type: str = ""
     event_id: str | None = None
     server_event_seq: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        """Hook: lift nested fields to the top level before typed extraction."""
-        return raw
+    def __post_init__(self) -> None:
+        if not self.type:
+            self.type = self.TYPE
+        lift_fields(self)
+
+    def wire_type(self, beta: bool = False) -> str:
+        """The wire name in the GA or the beta generation."""
+        name = self.TYPE or self.type
+        return GA_TO_BETA.get(name, name) if beta else name
+
+    def to_dict(self, *, beta: bool = False) -> dict[str, Any]:
+        """The wire object: `type`, then `event_id` and `server_event_seq` when set, the fields."""
+        return self.stamped(self.event_id, self.server_event_seq, beta=beta)
+
+    def stamped(self, event_id: str | None, seq: int | None, *, beta: bool) -> dict[str, Any]:
+        """The wire object with the given `event_id` and `server_event_seq` (None: left out)."""
+        head: dict[str, Any] = {"type": self.wire_type(beta)}
+        if event_id is not None:
+            head["event_id"] = event_id
+        if seq is not None:
+            head["server_event_seq"] = seq
+        return self.body(head)
 
     @classmethod
-    def from_raw(cls, raw: dict[str, Any]) -> ServerEvent:
+    def from_raw(cls, raw: dict[str, Any]) -> Self:
         """Build the event from its wire object; ill-typed fields fall back to their defaults."""
-        src = cls.flatten(raw)
-        kwargs: dict[str, Any] = {"raw": raw, "type": raw.get("type", cls.TYPE)}
-        for name, accepted, reject_bool in _field_checks(cls):
-            value = src.get(name)
-            if (
-                value is not None
-                and isinstance(value, accepted)
-                and not (reject_bool and value.__class__ is bool)
-            ):
-                kwargs[name] = value
-        return cls(**kwargs)
+        return cls(**envelope(cls, raw), **tolerant_fields(cls, raw))
 
 
-def _accepted(hint: Any) -> tuple[type, ...]:
-    """The runtime types a field annotation accepts (None is handled by the caller)."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return tuple(t for a in typing.get_args(hint) if a is not type(None) for t in _accepted(a))
-    hint = origin or hint
-    if hint is float:
-        return (int, float)
-    if hint is tuple:
-        return (list, tuple)
-    if hint is Any:
-        return (object,)
-    return (hint,)
-
-
-_FieldCheck = tuple[str, tuple[type, ...], bool]
-_FIELD_CHECKS: dict[type, list[_FieldCheck]] = {}
-
-
-def _field_checks(cls: type) -> list[_FieldCheck]:
-    """(name, accepted types, whether a bool must be rejected) per typed field, cached."""
-    found = _FIELD_CHECKS.get(cls)
-    if found is None:
-        hints = typing.get_type_hints(cls)
-        found = []
-        for f in fields(cls):
-            if f.init and f.name not in ("raw", "type"):
-                accepted = _accepted(hints[f.name])
-                found.append((f.name, accepted, int in accepted and bool not in accepted))
-        _FIELD_CHECKS[cls] = found
-    return found
+def envelope(cls: type[ServerEvent], raw: dict[str, Any]) -> dict[str, Any]:
+    """The envelope of a received event: `type`, `event_id`, `server_event_seq` and `raw`."""
+    etype, eid, seq = raw.get("type"), raw.get("event_id"), raw.get("server_event_seq")
+    return {
+        "raw": raw,
+        "type": etype if isinstance(etype, str) else cls.TYPE,
+        "event_id": eid if isinstance(eid, str) else None,
+        "server_event_seq": seq if isinstance(seq, int) and seq.__class__ is not bool else None,
+    }
 
 
 def sub_dict(raw: dict[str, Any], key: str) -> dict[str, Any]:
@@ -102,8 +92,8 @@ class SessionCreated(ServerEvent):
 
     TYPE: ClassVar[str] = "session.created"
     session: dict[str, Any] = field(default_factory=dict)
-    resume_token: str | None = field(default=None, repr=False)
-    attachment_generation: int | None = None
+    resume_token: Annotated[str | None, OMIT] = field(default=None, repr=False)
+    attachment_generation: Annotated[int | None, OMIT] = None
 
     @property
     def session_id(self) -> str | None:
@@ -186,15 +176,15 @@ class SessionHeartbeatAck(ServerEvent):
 
 @dataclass(kw_only=True, slots=True)
 class ErrorEvent(ServerEvent):
-    """`error`: nested or flat envelope, parsed into `error`."""
+    """`error`: encoded nested; read from the nested or the flat envelope into `error`."""
 
     TYPE: ClassVar[str] = "error"
     error: ErrorInfo = field(default_factory=lambda: ErrorInfo(code=None, message=""))
 
     @classmethod
-    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        """Parse the error body into an `ErrorInfo`."""
-        return {**raw, "error": ErrorInfo.from_event(raw)}
+    def from_raw(cls, raw: dict[str, Any]) -> Self:
+        """Parse the error body (either shape) into an `ErrorInfo`."""
+        return cls(**envelope(cls, raw), error=ErrorInfo.from_event(raw))
 
     @property
     def code(self) -> str | None:
@@ -207,34 +197,28 @@ class ErrorEvent(ServerEvent):
 
 @dataclass(kw_only=True, slots=True)
 class InputAudioBufferCommitted(ServerEvent):
-    """`input_audio_buffer.committed`: a turn was sealed at `audio_end_ms`."""
+    """`input_audio_buffer.committed`: a turn was sealed at `audio_end_ms`.
+
+    `client_event_id` and `no_response` may also sit inside `event` (§3.3).
+    """
 
     TYPE: ClassVar[str] = "input_audio_buffer.committed"
-    client_event_id: str | None = None
+    client_event_id: Annotated[str | None, Rule(lift=("event", "client_event_id"))] = None
     item_id: str | None = None
     previous_item_id: str | None = None
     audio_end_ms: int | None = None
     final: bool = True
-    no_response: bool = False
+    no_response: Annotated[bool, Rule(omit=True, lift=("event", "no_response"))] = False
     event: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def flatten(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        """`client_event_id` and `no_response` may also sit inside `event`."""
-        inner = sub_dict(raw, "event")
-        out = dict(raw)
-        for key in ("client_event_id", "no_response"):
-            if out.get(key) is None and key in inner:
-                out[key] = inner[key]
-        return out
 
 
 @dataclass(kw_only=True, slots=True)
 class InputAudioBufferCleared(ServerEvent):
-    """`input_audio_buffer.cleared`: buffered input was dropped."""
+    """`input_audio_buffer.cleared`: buffered input was dropped (`epoch` after `input.cancel`)."""
 
     TYPE: ClassVar[str] = "input_audio_buffer.cleared"
     client_event_id: str | None = None
+    epoch: Annotated[int | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -264,8 +248,8 @@ class ConversationItemAdded(ServerEvent):
 
     TYPE: ClassVar[str] = "conversation.item.added"
     ALIASES: ClassVar[tuple[str, ...]] = ("conversation.item.created",)
-    item: dict[str, Any] = field(default_factory=dict)
     previous_item_id: str | None = None
+    item: dict[str, Any] = field(default_factory=dict)
 
     @property
     def item_id(self) -> str | None:
@@ -313,6 +297,7 @@ class ConversationItemTruncated(ServerEvent):
 
     TYPE: ClassVar[str] = "conversation.item.truncated"
     item_id: str | None = None
+    content_index: int = 0
     audio_end_ms: int | None = None
 
 
@@ -337,5 +322,6 @@ __all__ = [
     "SessionResumed",
     "SessionResyncRequired",
     "SessionUpdated",
+    "envelope",
     "sub_dict",
 ]

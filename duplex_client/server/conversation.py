@@ -6,7 +6,21 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from duplex_client.protocol import response_events as r
 from duplex_client.protocol.codec import b64encode
+from duplex_client.protocol.objects import (
+    ContentPart,
+    Item,
+    ListeningObject,
+    ResponseObject,
+    StatusDetails,
+)
+from duplex_client.protocol.requests import ResponseOptions
+from duplex_client.protocol.server_events import (
+    ConversationItemAdded,
+    ConversationItemDone,
+    ServerEvent,
+)
 from duplex_client.server import ids
 from duplex_client.server.assembler import Unit
 from duplex_client.server.emitter import Emitter
@@ -92,15 +106,15 @@ class Conversation:
 
     # --- emission helpers ---
 
-    def _emit(self, event: dict[str, Any], now: float) -> None:
+    def _emit(self, event: ServerEvent, now: float) -> None:
         self.host.emitter.emit(event, now)
 
     def emit_item_added(self, item: dict[str, Any], previous: str | None, now: float) -> None:
         """`conversation.item.added`, plus `.created` under GA names (beta: `.created` only)."""
-        event = {"type": "conversation.item.added", "previous_item_id": previous, "item": item}
+        event = ConversationItemAdded(previous_item_id=previous, item=item)
         self._emit(event, now)
         if not self.host.emitter.beta_names:
-            self._emit({**event, "type": "conversation.item.created"}, now)
+            self.host.emitter.emit(event, now, beta=True)
 
     def last_item_id(self) -> str | None:
         """The newest item in history order."""
@@ -121,10 +135,10 @@ class Conversation:
         unit: Unit | None,
         turns: list[Turn],
         now: float,
-        options: dict[str, Any] | None = None,
+        options: ResponseOptions | None = None,
     ) -> ResponseState:
         """Open a response (created, items, speak) or a listen-ended one; `pump` sends chunks."""
-        options = options or {}
+        options = options or ResponseOptions()
         settings = self.host.settings
         rid = ids.response_id()
         meta: dict[str, Any] = {
@@ -139,19 +153,13 @@ class Conversation:
             meta.update(last.metadata())
         meta["turn_ids"] = [t.turn_id for t in turns]
         meta["turn_unit_indices"] = [u.unit_index for t in turns for u in t.units]
-        if isinstance(options.get("metadata"), dict):
-            meta["request"] = options["metadata"]
-        modalities = tuple(options.get("modalities") or settings.modalities)
+        if options.metadata is not None:
+            meta["request"] = options.metadata
+        modalities = tuple(options.modalities or settings.modalities)
         state = ResponseState(response_id=rid, metadata=meta, modalities=modalities)
         self._remember(state)
-        self._emit(
-            {
-                "type": "response.created",
-                "response_id": rid,
-                "response": self._response_obj(state, "in_progress", []),
-            },
-            now,
-        )
+        created = self._response_obj(state, "in_progress", [])
+        self._emit(r.ResponseCreated(response_id=rid, response=created.to_dict()), now)
         if isinstance(decision, Listen):
             self._listen(state, decision.reason, now, response_id=rid)
             self._finish(state, "completed", None, now)
@@ -159,7 +167,10 @@ class Conversation:
         text = decision.text or self.host.engine.compose(
             [t.view() for t in turns], last.view() if last is not None else None
         )
-        text = _cap_words(text, options.get("max_output_tokens", settings.max_output_tokens))
+        cap = settings.max_output_tokens
+        text = _cap_words(
+            text, cap if options.max_output_tokens is None else options.max_output_tokens
+        )
         if "audio" in modalities:
             state.chunks = self.host.engine.render(text, settings.output_rate, decision.audio_ms)
         else:
@@ -167,13 +178,13 @@ class Conversation:
         item = self._assistant_item(state, "in_progress")
         self.emit_item_added(item, self.last_item_id(), now)
         self.add_item(item)
-        common = {"response_id": rid, "item_id": state.item_id, "output_index": 0}
-        self._emit({"type": "response.output_item.added", **common, "item": item}, now)
-        part = {"type": "audio" if "audio" in modalities else "text", "transcript": ""}
+        iid = state.item_id
+        self._emit(r.ResponseOutputItemAdded(response_id=rid, item_id=iid, item=item), now)
+        part = ContentPart(type="audio" if "audio" in modalities else "text", transcript="")
         self._emit(
-            {"type": "response.content_part.added", **common, "content_index": 0, "part": part}, now
+            r.ResponseContentPartAdded(response_id=rid, item_id=iid, part=part.to_dict()), now
         )
-        self._emit({"type": "response.speak", **common, "metadata": dict(meta)}, now)
+        self._emit(r.ResponseSpeak(response_id=rid, item_id=iid, metadata=dict(meta)), now)
         state.next_due = now
         self.active = state
         return state
@@ -189,34 +200,23 @@ class Conversation:
         if unit is not None:
             meta.update(unit.metadata())
         self._emit(
-            {
-                "type": "response.listen",
-                "session_id": self.host.session_id,
-                "epoch": self.host.epoch,
-                "response": {
-                    "object": "realtime.response",
-                    "status": "listening",
-                    "metadata": meta,
-                },
-            },
+            r.ResponseListen(
+                session_id=self.host.session_id,
+                epoch=self.host.epoch,
+                response=ListeningObject(metadata=meta).to_dict(),
+            ),
             now,
         )
 
     def _listen(self, state: ResponseState, reason: str, now: float, *, response_id: str) -> None:
         meta = {**state.metadata, "reason": reason}
         self._emit(
-            {
-                "type": "response.listen",
-                "response_id": response_id,
-                "session_id": self.host.session_id,
-                "epoch": self.host.epoch,
-                "response": {
-                    "object": "realtime.response",
-                    "id": response_id,
-                    "status": "listening",
-                    "metadata": meta,
-                },
-            },
+            r.ResponseListen(
+                response_id=response_id,
+                session_id=self.host.session_id,
+                epoch=self.host.epoch,
+                response=ListeningObject(id=response_id, metadata=meta).to_dict(),
+            ),
             now,
         )
 
@@ -244,35 +244,28 @@ class Conversation:
     def _send_chunk(self, state: ResponseState, now: float) -> None:
         chunk = state.chunks[state.next_chunk]
         last = state.next_chunk == len(state.chunks) - 1
-        common = {
-            "response_id": state.response_id,
-            "item_id": state.item_id,
-            "output_index": 0,
-            "content_index": 0,
-        }
+        rid, iid = state.response_id, state.item_id
         if "audio" not in state.modalities:
-            self._emit({"type": "response.output_text.delta", **common, "delta": chunk.text}, now)
+            self._emit(r.ResponseTextDelta(response_id=rid, item_id=iid, delta=chunk.text), now)
             state.transcript += chunk.text
             return
         rate = self.host.settings.output_rate
         state.audio_ms += len(chunk.pcm) * 1000 // (2 * rate)
         meta = {**state.metadata, "audio_duration_ms": state.audio_ms, "end_of_turn": last}
-        self._emit(
-            {
-                "type": "response.output_audio.delta",
-                **common,
-                "delta": b64encode(chunk.pcm),
-                "format": "pcm16",
-                "sample_rate_hz": rate,
-                "metadata": meta,
-            },
-            now,
+        delta = r.ResponseAudioDelta(
+            response_id=rid,
+            item_id=iid,
+            delta=b64encode(chunk.pcm),
+            format="pcm16",
+            sample_rate_hz=rate,
+            metadata=meta,
         )
+        self._emit(delta, now)
         if "text" in state.modalities:
-            self._emit(
-                {"type": "response.output_audio_transcript.delta", **common, "delta": chunk.text},
-                now,
+            transcript = r.ResponseAudioTranscriptDelta(
+                response_id=rid, item_id=iid, delta=chunk.text
             )
+            self._emit(transcript, now)
         state.transcript += chunk.text
 
     def cancel(self, reason: str, now: float) -> ResponseState | None:
@@ -290,83 +283,57 @@ class Conversation:
     def _finish(self, state: ResponseState, status: str, reason: str | None, now: float) -> None:
         self.active = None if self.active is state else self.active
         state.done = True
-        common = {
-            "response_id": state.response_id,
-            "item_id": state.item_id,
-            "output_index": 0,
-            "content_index": 0,
-        }
+        rid, iid, text = state.response_id, state.item_id, state.transcript
         output: list[dict[str, Any]] = []
         if state.chunks:
             if state.audio_ms:
-                self._emit({"type": "response.output_audio.done", **common}, now)
-            if state.transcript and "audio" in state.modalities:
-                self._emit(
-                    {
-                        "type": "response.output_audio_transcript.done",
-                        **common,
-                        "transcript": state.transcript,
-                    },
-                    now,
-                )
-            if state.transcript and "audio" not in state.modalities:
-                self._emit(
-                    {"type": "response.output_text.done", **common, "text": state.transcript}, now
-                )
-            kind = "audio" if "audio" in state.modalities else "text"
+                self._emit(r.ResponseAudioDone(response_id=rid, item_id=iid), now)
+            if text and "audio" in state.modalities:
+                done = r.ResponseAudioTranscriptDone(response_id=rid, item_id=iid, transcript=text)
+                self._emit(done, now)
+            if text and "audio" not in state.modalities:
+                self._emit(r.ResponseTextDone(response_id=rid, item_id=iid, text=text), now)
+            part = ContentPart(
+                type="audio" if "audio" in state.modalities else "text", transcript=text
+            )
             self._emit(
-                {
-                    "type": "response.content_part.done",
-                    **common,
-                    "part": {"type": kind, "transcript": state.transcript},
-                },
-                now,
+                r.ResponseContentPartDone(response_id=rid, item_id=iid, part=part.to_dict()), now
             )
             item = self._assistant_item(
                 state, "completed" if status == "completed" else "incomplete"
             )
             self.items[state.item_id] = item
-            self._emit({"type": "response.output_item.done", **common, "item": item}, now)
-            self._emit({"type": "conversation.item.done", "item": item}, now)
+            self._emit(r.ResponseOutputItemDone(response_id=rid, item_id=iid, item=item), now)
+            self._emit(ConversationItemDone(item=item), now)
             output = [item]
             if self.host.settings.playback_commit_policy == "commit_all_on_done":
                 state.committed_ms = state.audio_ms
         response = self._response_obj(state, status, output)
         if reason is not None:
-            response["status_details"] = {"type": status, "reason": reason}
+            response.status_details = StatusDetails(type=status, reason=reason)
         if self.host.settings.extra_body.get("return_stage_metrics"):
-            response["metadata"]["stage_metrics"] = {
+            response.metadata["stage_metrics"] = {
                 "engine": "scripted",
                 "chunks": len(state.chunks),
             }
-        self._emit(
-            {"type": "response.done", "response_id": state.response_id, "response": response}, now
-        )
+        self._emit(r.ResponseDone(response_id=rid, response=response.to_dict()), now)
         self.host.response_finished(now)
 
     def _response_obj(
         self, state: ResponseState, status: str, output: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        return {
-            "object": "realtime.response",
-            "id": state.response_id,
-            "status": status,
-            "status_details": None,
-            "output": output,
-            "modalities": list(state.modalities),
-            "metadata": {**state.metadata, "audio_duration_ms": state.audio_ms},
-        }
+    ) -> ResponseObject:
+        return ResponseObject(
+            id=state.response_id,
+            status=status,
+            output=output,
+            modalities=list(state.modalities),
+            metadata={**state.metadata, "audio_duration_ms": state.audio_ms},
+        )
 
     def _assistant_item(self, state: ResponseState, status: str) -> dict[str, Any]:
         kind = "output_audio" if "audio" in state.modalities else "output_text"
-        return {
-            "id": state.item_id,
-            "object": "realtime.item",
-            "type": "message",
-            "role": "assistant",
-            "status": status,
-            "content": [{"type": kind, "transcript": state.transcript}],
-        }
+        content = [ContentPart(type=kind, transcript=state.transcript)]
+        return Item(id=state.item_id, role="assistant", status=status, content=content).to_dict()
 
     def _remember(self, state: ResponseState) -> None:
         self.responses[state.response_id] = state
@@ -375,7 +342,7 @@ class Conversation:
 
 
 def _cap_words(text: str, cap: Any) -> str:
-    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+    if isinstance(cap, int):  # the schema allows a positive integer or "inf"
         words = text.split()
         if len(words) > cap:
             return " ".join(words[:cap])

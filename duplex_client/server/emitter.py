@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from duplex_client.protocol.codec import dumps, new_server_event_id
-from duplex_client.protocol.server_events import GA_TO_BETA
+from duplex_client.protocol.server_events import ErrorEvent, ServerEvent, SessionResyncRequired
 from duplex_client.server.errors import ENVELOPE_ERROR_CODES
 from duplex_client.server.journal import Journal
 
@@ -43,14 +43,12 @@ class CloseSocket:
 Output = Send | CloseSocket
 
 
-def is_journaled(event: dict[str, Any]) -> bool:
-    """Whether an event of this shape takes a `server_event_seq`."""
-    etype = event.get("type")
-    if etype in ATTACHMENT_SCOPED:
+def is_journaled(event: ServerEvent) -> bool:
+    """Whether an event takes a `server_event_seq`."""
+    if event.TYPE in ATTACHMENT_SCOPED:
         return False
-    if etype == "error":
-        body = event.get("error")
-        return not (isinstance(body, dict) and body.get("code") in ENVELOPE_ERROR_CODES)
+    if isinstance(event, ErrorEvent):
+        return event.error.code not in ENVELOPE_ERROR_CODES
     return True
 
 
@@ -62,32 +60,29 @@ class Emitter:
         self.journal = journal
         self._out: list[Output] = []
 
-    def build(self, event: dict[str, Any], seq: int | None = None) -> Send:
-        """Encode one event (type first, then `event_id`, then the seq) without queueing it."""
-        etype = str(event["type"])
-        if self.beta_names:
-            etype = GA_TO_BETA.get(etype, etype)
-        head: dict[str, Any] = {"type": etype, "event_id": new_server_event_id()}
-        if seq is not None:
-            head["server_event_seq"] = seq
-        head.update((k, v) for k, v in event.items() if k != "type")
-        body = event.get("error")
-        code = body.get("code") if etype == "error" and isinstance(body, dict) else None
-        return Send(etype, dumps(head), seq, code if isinstance(code, str) else None)
+    def build(
+        self, event: ServerEvent, seq: int | None = None, *, beta: bool | None = None
+    ) -> Send:
+        """Encode one event (type first, then `event_id`, then the seq) without queueing it.
 
-    def emit(self, event: dict[str, Any], now: float) -> None:
+        `beta` picks the name generation (default: the session's).
+        """
+        beta = self.beta_names if beta is None else beta
+        data = dumps(event.stamped(new_server_event_id(), seq, beta=beta))
+        code = event.error.code if isinstance(event, ErrorEvent) else None
+        return Send(event.wire_type(beta), data, seq, code)
+
+    def emit(self, event: ServerEvent, now: float, *, beta: bool | None = None) -> None:
         """Queue one event, journaled and sequenced unless attachment-scoped."""
         journal = self.journal
         if journal is None or not is_journaled(event):
-            self._out.append(self.build(event))
+            self._out.append(self.build(event, beta=beta))
             return
-        send = self.build(event, journal.next_seq)
+        send = self.build(event, journal.next_seq, beta=beta)
         if not journal.fits(len(send.data)):
             self.journal = None
-            self._out.append(
-                self.build({"type": "session.resync_required", "reason": "journal_overflow"})
-            )
-            self._out.append(self.build(event))
+            self._out.append(self.build(SessionResyncRequired(reason="journal_overflow")))
+            self._out.append(self.build(event, beta=beta))
             return
         journal.record(send.data, now)
         self._out.append(send)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from duplex_client.protocol.client_events import ClientEvent
 from duplex_client.protocol.errors import (
     INVALID_REQUEST_ERROR,
     RATE_LIMIT_ERROR,
     SERVER_ERROR,
     SESSION_FATAL_CODES,
     ErrorCode,
+    ErrorInfo,
 )
+from duplex_client.protocol.fields import SchemaError
+from duplex_client.protocol.server_events import ErrorEvent
 
 _RATE_LIMIT_CODES: Final = frozenset(
     {ErrorCode.INPUT_BACKPRESSURE, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.DUPLEX_SESSION_BUSY}
@@ -60,20 +64,28 @@ class Reject(Exception):
         self.message = message
         self.param = param
 
+    @classmethod
+    def schema(cls, exc: SchemaError) -> Reject:
+        """The refusal of an event the schema rejected (its code, message and param)."""
+        return cls(exc.code, exc.message, exc.param)
+
 
 def error_event(
     code: str, message: str, *, param: str | None = None, client_event_id: str | None = None
-) -> dict[str, Any]:
-    """The nested `error` event (without `event_id`, stamped when emitted)."""
-    body: dict[str, Any] = {"type": error_class(code), "code": code, "message": message}
-    if param is not None:
-        body["param"] = param
-    if client_event_id is not None:
-        body["event_id"] = client_event_id
-    return {"type": "error", "error": body}
+) -> ErrorEvent:
+    """The nested `error` event (its `event_id` is stamped when emitted)."""
+    info = ErrorInfo(
+        type=error_class(code), code=code, message=message, param=param, event_id=client_event_id
+    )
+    return ErrorEvent(error=info)
 
 
 def client_event_id(event: dict[str, Any]) -> str | None:
-    """The client's `event_id`, if it sent a string one."""
+    """The `event_id` of a raw client object, if it sent a string one (before decoding)."""
     value = event.get("event_id")
     return value if isinstance(value, str) else None
+
+
+def event_ref(event: ClientEvent) -> str | None:
+    """A decoded client event's `event_id`, None when it sent none."""
+    return event.event_id or None

@@ -1,36 +1,44 @@
-"""One handler per client event type (the table `DuplexSession.handle` dispatches on)."""
+"""One handler per client event type (the table `DuplexSession.handle` dispatches on).
+
+Events arrive decoded by the schema (types, required fields, ranges already checked); a
+handler checks only what needs the session, and answers with typed server events.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from duplex_client.protocol import client_events as ce
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.response_events import OutputAudioBufferCleared
+from duplex_client.protocol.server_events import (
+    ConversationItemDeleted,
+    ConversationItemRetrieved,
+    ConversationItemTruncated,
+    InputAudioBufferCleared,
+    SessionHeartbeatAck,
+    SessionUpdated,
+)
 from duplex_client.server import ids, intake, playback, turns
-from duplex_client.server.errors import Reject, client_event_id
+from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.settings import apply_update
 
 if TYPE_CHECKING:
     from duplex_client.server.session import DuplexSession
 
-Handler = Callable[["DuplexSession", dict[str, Any], float], None]
-
-
-def _opt_str(event: dict[str, Any], key: str) -> str | None:
-    value = event.get(key)
-    if value is not None and not isinstance(value, str):
-        raise Reject(ErrorCode.BAD_EVENT, f"{key} must be a string", key)
-    return value
+#: A handler takes its own event class (the table below pairs them).
+Handler = Callable[["DuplexSession", Any, float], None]
 
 
 # --- session lifecycle ---
 
 
-def on_update(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_update(s: DuplexSession, event: ce.SessionUpdate, now: float) -> None:
     """`session.update` after the handshake: `session.updated` or a request-local error."""
     old = s.settings
     new = apply_update(
-        event.get("session"), old, profile=s.profile, handshake=False, audio_started=s.audio_started
+        event.session, old, profile=s.profile, handshake=False, audio_started=s.audio_started
     )
     s.settings = new
     if (new.input_format, new.input_rate) != (old.input_format, old.input_rate):
@@ -39,37 +47,32 @@ def on_update(s: DuplexSession, event: dict[str, Any], now: float) -> None:
         s.assembler.next_unit_index = units_so_far
     if s.vad_turns is not None:
         s.vad_turns.configure(new)
-    s.emitter.emit({"type": "session.updated", "session": s.session_object()}, now)
+    s.emitter.emit(SessionUpdated(session=s.session_object()), now)
 
 
-def on_heartbeat(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_heartbeat(s: DuplexSession, event: ce.SessionHeartbeat, now: float) -> None:
     """`session.heartbeat` → `session.heartbeat_ack` (never journaled)."""
-    s.emitter.emit({"type": "session.heartbeat_ack", "session_id": s.session_id}, now)
+    s.emitter.emit(SessionHeartbeatAck(session_id=s.session_id), now)
 
 
-def on_event_ack(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_event_ack(s: DuplexSession, event: ce.SessionEventAck, now: float) -> None:
     """`session.event_ack`: acknowledged events leave the journal."""
-    seq = event.get("server_event_seq")
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-        raise Reject(
-            ErrorCode.BAD_EVENT, "server_event_seq must be an integer >= 0", "server_event_seq"
-        )
     journal = s.journal
-    if journal is not None and not journal.ack(seq):
+    if journal is not None and not journal.ack(event.server_event_seq):
         raise Reject(
             ErrorCode.INVALID_EVENT_ACK,
-            f"ack {seq} is above the highest seq sent ({journal.last_seq})",
+            f"ack {event.server_event_seq} is above the highest seq sent ({journal.last_seq})",
             "server_event_seq",
         )
 
 
-def on_close(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_close(s: DuplexSession, event: ce.SessionClose, now: float) -> None:
     """`session.close`: cancel any response, `session.closed` last, then close 1000."""
     s.conversation.cancel("session_closed", now)
     s.finish("client_close", now)
 
 
-def on_resume(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_resume(s: DuplexSession, event: ce.SessionResume, now: float) -> None:
     """`session.resume` on an attached socket is request-local unsupported."""
     raise Reject(
         ErrorCode.UNSUPPORTED_SESSION_RESUME,
@@ -81,39 +84,25 @@ def on_resume(s: DuplexSession, event: dict[str, Any], now: float) -> None:
 # --- input ---
 
 
-def on_append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
-    """`input_audio_buffer.append`."""
-    intake.append(s, event, now)
-
-
-def on_clear(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_clear(s: DuplexSession, event: ce.InputAudioBufferClear, now: float) -> None:
     """`input_audio_buffer.clear`: drop buffered audio and queued frames, release their charge."""
     intake.clear(s)
-    s.emitter.emit(
-        {"type": "input_audio_buffer.cleared", "client_event_id": client_event_id(event)}, now
-    )
+    s.emitter.emit(InputAudioBufferCleared(client_event_id=event_ref(event)), now)
 
 
-def on_input_cancel(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_input_cancel(s: DuplexSession, event: ce.InputCancel, now: float) -> None:
     """`input.cancel`: as clear, plus an epoch advance."""
     intake.clear(s)
     s.epoch += 1
-    s.emitter.emit(
-        {
-            "type": "input_audio_buffer.cleared",
-            "client_event_id": client_event_id(event),
-            "epoch": s.epoch,
-        },
-        now,
-    )
+    s.emitter.emit(InputAudioBufferCleared(client_event_id=event_ref(event), epoch=s.epoch), now)
 
 
 # --- responses ---
 
 
-def on_response_cancel(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_response_cancel(s: DuplexSession, event: ce.ResponseCancel, now: float) -> None:
     """`response.cancel {response_id?}`: a cancelled `response.done`, or `response_not_active`."""
-    rid = _opt_str(event, "response_id")
+    rid = event.response_id
     active = s.conversation.active
     if active is None or (rid is not None and rid != active.response_id):
         raise Reject(ErrorCode.RESPONSE_NOT_ACTIVE, "no such active response", "response_id")
@@ -121,38 +110,35 @@ def on_response_cancel(s: DuplexSession, event: dict[str, Any], now: float) -> N
     s.conversation.cancel("client_cancelled", now)
 
 
-def on_output_clear(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_output_clear(s: DuplexSession, event: ce.OutputAudioBufferClear, now: float) -> None:
     """`output_audio_buffer.clear {response_id?}`: no more audio for that response."""
-    rid = _opt_str(event, "response_id")
+    rid = event.response_id
     active = s.conversation.active
     if active is not None and rid in (None, active.response_id):
         s.interrupt("client_cancelled", now)
         return
-    s.emitter.emit({"type": "output_audio_buffer.cleared", "response_id": rid}, now)
+    s.emitter.emit(OutputAudioBufferCleared(response_id=rid), now)
 
 
-def on_playback_ack(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_playback_ack(s: DuplexSession, event: ce.PlaybackAck, now: float) -> None:
     """`playback.ack` → `playback.acknowledged`."""
     s.emitter.emit(playback.ack(s.conversation, event), now)
 
 
-def on_barge_in(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_barge_in(s: DuplexSession, event: ce.ClientEvent, now: float) -> None:
     """`barge_in`: interrupt the active response."""
     if s.conversation.active is None:
         raise Reject(ErrorCode.RESPONSE_NOT_ACTIVE, "nothing to interrupt", None)
     s.interrupt("barge_in", now)
 
 
-def on_turn_signal(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_turn_signal(s: DuplexSession, event: ce.TurnSignal, now: float) -> None:
     """`turn.signal {signal}`: `barge_in`/`interrupt` interrupt; other signals are accepted."""
-    signal = event.get("signal")
-    if not isinstance(signal, str):
-        raise Reject(ErrorCode.BAD_EVENT, "signal must be a string", "signal")
-    if signal in ("barge_in", "interrupt"):
+    if event.signal in ("barge_in", "interrupt"):
         on_barge_in(s, event, now)
 
 
-def on_text_append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_text_append(s: DuplexSession, event: ce.InputTextAppend, now: float) -> None:
     """`input.text.append` is chat-lane only."""
     raise Reject(ErrorCode.NATIVE_TEXT_APPEND_UNSUPPORTED, "text input needs the chat lane", "text")
 
@@ -160,86 +146,69 @@ def on_text_append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
 # --- conversation items ---
 
 
-def _item_arg(s: DuplexSession, event: dict[str, Any]) -> str:
-    item_id = event.get("item_id")
-    if not isinstance(item_id, str) or not item_id:
-        raise Reject(ErrorCode.MISSING_ITEM_ID, "item_id is required", "item_id")
+def _known_item(s: DuplexSession, item_id: str) -> str:
     if item_id not in s.conversation.items:
         raise Reject(ErrorCode.ITEM_NOT_FOUND, f"no item {item_id}", "item_id")
     return item_id
 
 
-def on_item_create(s: DuplexSession, event: dict[str, Any], now: float) -> None:
-    """`conversation.item.create`: add an item to history."""
-
-    item = event.get("item")
-    if not isinstance(item, dict):
-        raise Reject(ErrorCode.BAD_EVENT, "item must be an object", "item")
-    item = {"object": "realtime.item", "status": "completed", **item}
+def on_item_create(s: DuplexSession, event: ce.ConversationItemCreate, now: float) -> None:
+    """`conversation.item.create`: add the client's item to history (echoed as sent)."""
+    item = {"object": "realtime.item", "status": "completed", **event.item}
     if not isinstance(item.get("id"), str) or item["id"] in s.conversation.items:
         item["id"] = ids.item_id()
     s.conversation.emit_item_added(item, s.conversation.last_item_id(), now)
     s.conversation.add_item(item)
 
 
-def on_item_retrieve(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_item_retrieve(s: DuplexSession, event: ce.ConversationItemRetrieve, now: float) -> None:
     """`conversation.item.retrieve` → `conversation.item.retrieved`."""
-    item_id = _item_arg(s, event)
-    s.emitter.emit(
-        {"type": "conversation.item.retrieved", "item": s.conversation.items[item_id]}, now
-    )
+    item_id = _known_item(s, event.item_id)
+    s.emitter.emit(ConversationItemRetrieved(item=s.conversation.items[item_id]), now)
 
 
-def on_item_delete(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_item_delete(s: DuplexSession, event: ce.ConversationItemDelete, now: float) -> None:
     """`conversation.item.delete` → `conversation.item.deleted`."""
-    item_id = _item_arg(s, event)
+    item_id = _known_item(s, event.item_id)
     del s.conversation.items[item_id]
     s.conversation.order.remove(item_id)
-    s.emitter.emit({"type": "conversation.item.deleted", "item_id": item_id}, now)
+    s.emitter.emit(ConversationItemDeleted(item_id=item_id), now)
 
 
-def on_item_truncate(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def on_item_truncate(s: DuplexSession, event: ce.ConversationItemTruncate, now: float) -> None:
     """`conversation.item.truncate`: cut an assistant item's audio (as a truncating ack would)."""
-    item_id = _item_arg(s, event)
-    end = event.get("audio_end_ms")
-    if isinstance(end, bool) or not isinstance(end, int) or end < 0:
-        raise Reject(
-            ErrorCode.BAD_EVENT, "audio_end_ms must be a non-negative integer", "audio_end_ms"
-        )
+    item_id = _known_item(s, event.item_id)
+    end = event.audio_end_ms
     state = s.conversation.responses.get(item_id[5:])
     if state is not None:
         state.committed_ms = min(end, state.audio_ms)
         state.truncated = True
-    s.emitter.emit(
-        {
-            "type": "conversation.item.truncated",
-            "item_id": item_id,
-            "content_index": event.get("content_index", 0),
-            "audio_end_ms": end,
-        },
-        now,
+    truncated = ConversationItemTruncated(
+        item_id=item_id, content_index=event.content_index, audio_end_ms=end
     )
+    s.emitter.emit(truncated, now)
 
 
+#: Handlers by wire type (aliases decode to the class of their type).
 HANDLERS: Final[dict[str, Handler]] = {
-    "session.update": on_update,
-    "session.heartbeat": on_heartbeat,
-    "session.event_ack": on_event_ack,
-    "session.close": on_close,
-    "session.resume": on_resume,
-    "input_audio_buffer.append": on_append,
-    "input_audio_buffer.commit": turns.commit,
-    "input_audio_buffer.clear": on_clear,
-    "input.cancel": on_input_cancel,
-    "response.create": turns.create_response,
-    "response.cancel": on_response_cancel,
-    "output_audio_buffer.clear": on_output_clear,
-    "playback.ack": on_playback_ack,
-    "conversation.item.create": on_item_create,
-    "conversation.item.retrieve": on_item_retrieve,
-    "conversation.item.delete": on_item_delete,
-    "conversation.item.truncate": on_item_truncate,
-    "input.text.append": on_text_append,
-    "barge_in": on_barge_in,
-    "turn.signal": on_turn_signal,
+    ce.SessionUpdate.TYPE: on_update,
+    ce.SessionHeartbeat.TYPE: on_heartbeat,
+    ce.SessionEventAck.TYPE: on_event_ack,
+    ce.SessionClose.TYPE: on_close,
+    ce.SessionResume.TYPE: on_resume,
+    ce.InputAudioBufferAppend.TYPE: intake.append,
+    ce.InputAudioBufferCommit.TYPE: turns.commit,
+    ce.InputAudioBufferClear.TYPE: on_clear,
+    ce.InputCancel.TYPE: on_input_cancel,
+    ce.ResponseCreate.TYPE: turns.create_response,
+    ce.ResponseCancel.TYPE: on_response_cancel,
+    ce.OutputAudioBufferClear.TYPE: on_output_clear,
+    ce.PlaybackAck.TYPE: on_playback_ack,
+    ce.ConversationItemCreate.TYPE: on_item_create,
+    ce.ConversationItemRetrieve.TYPE: on_item_retrieve,
+    ce.ConversationItemDelete.TYPE: on_item_delete,
+    ce.ConversationItemTruncate.TYPE: on_item_truncate,
+    ce.InputTextAppend.TYPE: on_text_append,
+    ce.BargeIn.TYPE: on_barge_in,
+    ce.TurnSignal.TYPE: on_turn_signal,
 }

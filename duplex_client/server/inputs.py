@@ -1,28 +1,22 @@
-"""Validation of `input_audio_buffer.append`: audio, frames and unit-kind legality (§3.2)."""
+"""The session's checks of a decoded append: frames, format, base64, unit-kind legality (§3.2)."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
+from duplex_client.protocol.client_events import InputAudioBufferAppend
 from duplex_client.protocol.codec import CodecError, b64decode, strip_data_url
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.requests import INPUT_FORMATS
 from duplex_client.server.assembler import FramePack
 from duplex_client.server.errors import Reject
-from duplex_client.server.settings import INPUT_FORMATS, SessionSettings
+from duplex_client.server.settings import SessionSettings
 
 JPEG_MAGIC: Final = b"\xff\xd8\xff"
 PNG_MAGIC: Final = b"\x89PNG\r\n\x1a\n"
-_INFO_FIELDS: Final = (
-    "duration_ms",
-    "audio_start_ms",
-    "audio_end_ms",
-    "media_start_ms",
-    "media_end_ms",
-    "unit_index",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,28 +35,19 @@ class ParsedAppend:
 
 
 def parse_append(
-    event: dict[str, Any], settings: SessionSettings, caps: Capabilities, illegal_code: str
+    event: InputAudioBufferAppend, settings: SessionSettings, caps: Capabilities, illegal_code: str
 ) -> ParsedAppend:
-    """Validate one append against the session; raises `Reject` (the append is atomic)."""
-    audio = event.get("audio", event.get("delta"))
-    if audio is not None and not isinstance(audio, str):
-        raise Reject(ErrorCode.BAD_EVENT, "audio must be a base64 string", "audio")
-    frames_raw = event.get("video_frames")
-    frames, sizes = _frames(frames_raw, caps, event.get("max_slice_nums"))
-    if not audio and frames is None:
-        raise Reject(ErrorCode.BAD_EVENT, "an append needs audio or video_frames", "audio")
-    is_speech = event.get("is_speech", event.get("speech"))
-    if is_speech is not None and not isinstance(is_speech, bool):
-        raise Reject(ErrorCode.BAD_EVENT, "is_speech must be a boolean", "is_speech")
-    for key in _INFO_FIELDS:
-        value = event.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise Reject(ErrorCode.BAD_EVENT, f"{key} must be a number", key)
-    _check_format(event, settings, has_audio=bool(audio))
+    """Check a decoded append against the session; raises `Reject` (the append is atomic).
+
+    The schema already checked the fields (§3.2 steps 1–3); here: the frames against the
+    capabilities, format and rate against the session, the audio's base64, the unit kind.
+    """
+    frames, sizes = _frames(event.video_frames, caps)
+    _check_format(event, settings)
     pcm = b""
-    if audio:
+    if event.audio:
         try:
-            pcm = b64decode(audio)
+            pcm = b64decode(event.audio)
         except CodecError:
             raise Reject(ErrorCode.BAD_AUDIO, "audio is not valid base64", "audio") from None
         if len(pcm) % settings.bytes_per_sample:
@@ -76,21 +61,19 @@ def parse_append(
         raise Reject(illegal_code, "every unit must carry video_frames here", "video_frames")
     if kind is UnitKind.VISION and not caps.allows(UnitKind.VISION):
         raise Reject(illegal_code, "frame-only appends need audio on this server", "audio")
-    return ParsedAppend(pcm=pcm, frames=frames, is_speech=is_speech, frame_bytes=sizes)
+    return ParsedAppend(pcm=pcm, frames=frames, is_speech=event.is_speech, frame_bytes=sizes)
 
 
-def _check_format(event: dict[str, Any], settings: SessionSettings, *, has_audio: bool) -> None:
-    fmt = event.get("format", event.get("input_audio_format"))
-    if fmt is not None and (
-        not isinstance(fmt, str) or INPUT_FORMATS.get(fmt) != settings.input_format
-    ):
+def _check_format(event: InputAudioBufferAppend, settings: SessionSettings) -> None:
+    fmt = event.format
+    if fmt is not None and INPUT_FORMATS.get(fmt) != settings.input_format:
         raise Reject(
             ErrorCode.UNSUPPORTED_AUDIO_FORMAT,
             f"format {fmt!r} does not match the session's {settings.input_format}",
             "format",
         )
-    rate = event.get("sample_rate_hz", event.get("sample_rate"))
-    if rate is not None and (isinstance(rate, bool) or rate != settings.input_rate):
+    rate = event.sample_rate_hz
+    if rate is not None and rate != settings.input_rate:
         raise Reject(
             ErrorCode.UNSUPPORTED_AUDIO_FORMAT,
             f"sample_rate_hz {rate!r} does not match the session's {settings.input_rate}",
@@ -98,30 +81,20 @@ def _check_format(event: dict[str, Any], settings: SessionSettings, *, has_audio
         )
 
 
-def _frames(
-    raw: Any, caps: Capabilities, max_slice_nums: Any
-) -> tuple[FramePack | None, tuple[int, ...]]:
-    if raw is None or raw == []:
+def _frames(raw: tuple[str, ...], caps: Capabilities) -> tuple[FramePack | None, tuple[int, ...]]:
+    if not raw:
         return None, ()
     param = "video_frames"
-    if not isinstance(raw, list):
-        raise Reject(ErrorCode.INVALID_VIDEO_FRAMES, "video_frames must be a list", param)
     if len(raw) > caps.max_frames_per_append:
         raise Reject(
             ErrorCode.INVALID_VIDEO_FRAMES,
             f"at most {caps.max_frames_per_append} frames per append",
             param,
         )
-    if max_slice_nums is not None and max_slice_nums != 1:
-        raise Reject(ErrorCode.INVALID_VIDEO_FRAMES, "max_slice_nums must be 1", "max_slice_nums")
     bare: list[str] = []
     digests: list[str] = []
     sizes: list[int] = []
     for i, entry in enumerate(raw):
-        if not isinstance(entry, str) or not entry:
-            raise Reject(
-                ErrorCode.INVALID_VIDEO_FRAMES, f"video_frames[{i}] must be a base64 string", param
-            )
         b64 = strip_data_url(entry)
         if len(b64) > caps.max_frame_b64_chars:
             raise Reject(

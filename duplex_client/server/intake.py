@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from duplex_client.protocol.client_events import InputAudioBufferAppend
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.requests import ResponseOptions
+from duplex_client.protocol.server_events import InputAudioBufferSpeechStarted
 from duplex_client.server import ids
 from duplex_client.server.assembler import Unit, detect_speech
 from duplex_client.server.conversation import Turn
 from duplex_client.server.engine.base import Decision, Fail, Listen, Pending
-from duplex_client.server.errors import Reject, client_event_id
+from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.inputs import ParsedAppend, parse_append
 
 if TYPE_CHECKING:
@@ -28,7 +31,10 @@ class Work:
     #: The engine's decision while it waits for off-loop work; `override` then replaces it.
     pending: Pending | None = None
     override: Decision | None = None
-    event: dict[str, Any] = field(default_factory=dict)
+    #: The client event this work answers (commits and response requests), its turn's item.
+    event_id: str | None = None
+    item_id: str | None = None
+    options: ResponseOptions | None = None
     turn: Turn | None = None
     final: bool = True
     response_create: bool | None = None
@@ -75,9 +81,9 @@ def is_repeat(s: DuplexSession, event_id: str | None) -> bool:
     return event_id is not None and event_id in s.seen_ids
 
 
-def append(s: DuplexSession, event: dict[str, Any], now: float) -> None:
-    """`input_audio_buffer.append`: validate, charge, frame, and queue what closed."""
-    cid = client_event_id(event)
+def append(s: DuplexSession, event: InputAudioBufferAppend, now: float) -> None:
+    """`input_audio_buffer.append`: check against the session, charge, frame, queue units."""
+    cid = event_ref(event)
     if is_repeat(s, cid):
         return
     parsed = parse_append(event, s.settings, s.caps, s.profile.illegal_unit_code)
@@ -136,14 +142,8 @@ def _maybe_barge_in(s: DuplexSession, now: float) -> None:
     active = s.conversation.active
     if s.settings.overlap_policy != "barge_in_on_speech" or active is None or not active.audio_ms:
         return
-    s.emitter.emit(
-        {
-            "type": "input_audio_buffer.speech_started",
-            "audio_start_ms": s.assembler.audio_end_ms,
-            "item_id": None,
-        },
-        now,
-    )
+    started = InputAudioBufferSpeechStarted(audio_start_ms=s.assembler.audio_end_ms, item_id=None)
+    s.emitter.emit(started, now)
     s.interrupt("barge_in", now)
 
 

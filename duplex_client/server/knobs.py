@@ -1,76 +1,32 @@
-"""`extra_body` model knobs: defaults and validation (protocol.md §2.4)."""
+"""`extra_body` model knobs: the effective values after an update (protocol.md §2.4).
+
+Each knob's type and range is the schema's (`protocol.requests.ExtraBody`, checked when the
+`session` is decoded); what is left here needs the session's current values.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.requests import WINDOW_MODES, ExtraBody
 from duplex_client.server.errors import Reject
 
-WINDOW_MODES: Final = ("off", "basic", "context")
+#: Knobs echoed with their defaults even when a client never set them.
 EXTRA_DEFAULTS: Final[dict[str, Any]] = {
-    "auto_response": True,
-    "force_listen_count": 0,
-    "return_stage_metrics": False,
-    "sliding_window_mode": "off",
-    "basic_window_high_tokens": 8000,
-    "basic_window_low_tokens": 6000,
-    "context_max_units": 24,
-    "context_previous_max_tokens": 500,
+    k: v
+    for k, v in ExtraBody().to_dict().items()
+    if k not in ("native_duplex", "duplex_initial_user_text")
 }
 
-
-def _pos_int(value: Any, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            f"{key} must be a positive integer",
-            f"extra_body.{key}",
-        )
-    return value
+__all__ = ["EXTRA_DEFAULTS", "WINDOW_MODES", "merge_extra_body"]
 
 
-def validate_extra_body(raw: Any, base: dict[str, Any]) -> dict[str, Any]:
-    """`base` updated by a client `extra_body`, validated (§2.4); raises `Reject`."""
-    if not isinstance(raw, dict):
-        raise Reject(ErrorCode.BAD_EVENT, "extra_body must be an object", "extra_body")
+def merge_extra_body(raw: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """`base` updated by a client `extra_body` (already decoded); raises `Reject`."""
     merged = {**base, **raw}
     if "minicpmo45_native_duplex" in raw and "native_duplex" not in raw:
         merged["native_duplex"] = raw["minicpmo45_native_duplex"]
-    for key in ("auto_response", "native_duplex", "return_stage_metrics"):
-        if key in merged and not isinstance(merged[key], bool):
-            raise Reject(
-                ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-                f"{key} must be true or false",
-                f"extra_body.{key}",
-            )
-    flc = merged.get("force_listen_count", 0)
-    if isinstance(flc, bool) or not isinstance(flc, int) or flc < 0:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "force_listen_count must be a non-negative integer",
-            "extra_body.force_listen_count",
-        )
-    text = merged.get("duplex_initial_user_text")
-    if text is not None and not isinstance(text, str):
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "duplex_initial_user_text must be a string",
-            "extra_body.duplex_initial_user_text",
-        )
-    if merged.get("sliding_window_mode") not in WINDOW_MODES:
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            f"sliding_window_mode must be one of {WINDOW_MODES}",
-            "extra_body.sliding_window_mode",
-        )
-    for key in (
-        "basic_window_high_tokens",
-        "basic_window_low_tokens",
-        "context_max_units",
-        "context_previous_max_tokens",
-    ):
-        _pos_int(merged[key], key)
     if merged["basic_window_low_tokens"] >= merged["basic_window_high_tokens"]:
         raise Reject(
             ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,

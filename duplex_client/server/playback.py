@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from duplex_client.protocol.client_events import PlaybackAck
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.objects import ContentPart, PlaybackInfo, PlaybackTotals
+from duplex_client.protocol.response_events import PlaybackAcknowledged
 from duplex_client.server.conversation import Conversation
-from duplex_client.server.errors import Reject
+from duplex_client.server.errors import Reject, event_ref
 
 
 def seal_finished(conv: Conversation) -> None:
@@ -16,29 +19,14 @@ def seal_finished(conv: Conversation) -> None:
             state.sealed = True
 
 
-def ack(conv: Conversation, event: dict[str, Any]) -> dict[str, Any]:
+def ack(conv: Conversation, event: PlaybackAck) -> PlaybackAcknowledged:
     """Apply a `playback.ack`; returns the `playback.acknowledged` event or raises `Reject`."""
-    rid = event.get("response_id")
-    item_id = event.get("item_id")
-    if rid is None and isinstance(item_id, str) and item_id.startswith("item_"):
-        rid = item_id[5:]
-    if not isinstance(rid, str):
-        raise Reject(ErrorCode.BAD_EVENT, "playback.ack needs response_id", "response_id")
-    played = event.get("played_ms")
-    if isinstance(played, bool) or not isinstance(played, int) or played < 0:
-        raise Reject(ErrorCode.BAD_EVENT, "played_ms must be a non-negative integer", "played_ms")
-    committed = event.get("committed_ms", played)
-    if isinstance(committed, bool) or not isinstance(committed, int) or committed < 0:
-        raise Reject(
-            ErrorCode.BAD_EVENT, "committed_ms must be a non-negative integer", "committed_ms"
-        )
-    truncate = event.get("truncate", False)
-    if not isinstance(truncate, bool):
-        raise Reject(ErrorCode.BAD_EVENT, "truncate must be a boolean", "truncate")
+    rid = event.response_id
+    assert rid is not None  # the schema resolves it (from item_id) or refuses the ack
     state = conv.responses.get(rid)
     if state is None:
         raise Reject(ErrorCode.PLAYBACK_ITEM_NOT_FOUND, f"unknown response {rid}", "response_id")
-    if item_id is not None and item_id != state.item_id:
+    if event.item_id != state.item_id:
         raise Reject(
             ErrorCode.PLAYBACK_ITEM_MISMATCH, f"item_id must be {state.item_id}", "item_id"
         )
@@ -49,41 +37,47 @@ def ack(conv: Conversation, event: dict[str, Any]) -> dict[str, Any]:
             "the response finished before a later commit; its ack comes too late",
             "response_id",
         )
+    played = event.played_ms
+    committed = played if event.committed_ms is None else event.committed_ms
     if not state.truncated:
         state.played_ms = max(state.played_ms, min(played, state.audio_ms))
         new_committed = min(committed, played, state.audio_ms)
-        if ack_only or truncate:
+        if ack_only or event.truncate:
             state.committed_ms = (
-                new_committed if truncate else max(state.committed_ms, new_committed)
+                new_committed if event.truncate else max(state.committed_ms, new_committed)
             )
-        state.truncated = truncate
+        state.truncated = event.truncate
     in_history = state.committed_ms > 0 and (ack_only or state.done)
-    body = {
-        "client_event_id": event.get("event_id")
-        if isinstance(event.get("event_id"), str)
-        else None,
-        "response_id": rid,
-        "item_id": state.item_id,
-        "played_ms": state.played_ms,
-        "committed_ms": state.committed_ms,
-        "truncate": state.truncated,
-    }
-    return {
-        "type": "playback.acknowledged",
-        **body,
-        "event": {"type": "playback.acknowledged", **body, "history_committed": in_history},
-    }
+    cid = event_ref(event)
+    info = PlaybackInfo(
+        client_event_id=cid,
+        response_id=rid,
+        item_id=state.item_id,
+        played_ms=state.played_ms,
+        committed_ms=state.committed_ms,
+        truncate=state.truncated,
+        history_committed=in_history,
+    )
+    return PlaybackAcknowledged(
+        client_event_id=cid,
+        response_id=rid,
+        item_id=state.item_id,
+        played_ms=state.played_ms,
+        committed_ms=state.committed_ms,
+        truncate=state.truncated,
+        event=info.to_dict(),
+    )
 
 
-def totals(conv: Conversation) -> dict[str, int]:
+def totals(conv: Conversation) -> PlaybackTotals:
     """`session.playback`: generated/sent/played/committed ms over all responses."""
     gen = sum(s.audio_ms for s in conv.responses.values())
-    return {
-        "generated_ms": gen,
-        "sent_ms": gen,
-        "played_ms": sum(s.played_ms for s in conv.responses.values()),
-        "committed_ms": sum(s.committed_ms for s in conv.responses.values()),
-    }
+    return PlaybackTotals(
+        generated_ms=gen,
+        sent_ms=gen,
+        played_ms=sum(s.played_ms for s in conv.responses.values()),
+        committed_ms=sum(s.committed_ms for s in conv.responses.values()),
+    )
 
 
 def history(conv: Conversation) -> list[dict[str, Any]]:
@@ -110,7 +104,9 @@ def history(conv: Conversation) -> list[dict[str, Any]]:
                 **item,
                 "audio_ms": state.committed_ms,
                 "truncated": state.committed_ms < state.audio_ms,
-                "content": [{"type": "output_audio", "transcript": " ".join(words[:keep])}],
+                "content": [
+                    ContentPart(type="output_audio", transcript=" ".join(words[:keep])).to_dict()
+                ],
             }
         )
     return out

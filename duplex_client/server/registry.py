@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from duplex_client.protocol.client_events import SessionResume, SessionUpdate
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.fields import SchemaError
 from duplex_client.server import ids
 from duplex_client.server.config import ServerConfig
 from duplex_client.server.emitter import CloseSocket, Emitter, Output
@@ -60,8 +62,12 @@ class Registry:
             )
             return None, self.handshake_error(rej, cid, close_code=1011)
         try:
+            try:
+                update = SessionUpdate.decode(event)
+            except SchemaError as exc:
+                raise Reject.schema(exc) from None
             settings = apply_update(
-                event.get("session"),
+                update.session,
                 initial_settings(self.profile, limits.default_idle_timeout_s),
                 profile=self.profile,
                 handshake=True,
@@ -93,27 +99,15 @@ class Registry:
     def resume(self, event: dict[str, Any], now: float) -> ResumeResult:
         """Handle a first-message `session.resume` (scope H errors leave the session untouched)."""
         cid = client_event_id(event)
-        sid = event.get("session_id")
-        token = event.get("resume_token")
-        seq = event.get("last_received_server_event_seq", 0)
-        if seq is None:
-            seq = 0
         if not self.config.resumable:
             rej = Reject(ErrorCode.UNSUPPORTED_SESSION_RESUME, "this server does not resume")
             return ResumeResult(None, self.handshake_error(rej, cid))
-        if (
-            not isinstance(sid, str)
-            or not isinstance(token, str)
-            or isinstance(seq, bool)
-            or not isinstance(seq, int)
-            or seq < 0
-        ):
-            rej = Reject(
-                ErrorCode.INVALID_SESSION_RESUME,
-                "session.resume needs session_id, resume_token and an integer seq",
-                "session_id" if not isinstance(sid, str) else "resume_token",
-            )
-            return ResumeResult(None, self.handshake_error(rej, cid))
+        try:
+            request = SessionResume.decode(event)
+        except SchemaError as exc:
+            return ResumeResult(None, self.handshake_error(Reject.schema(exc), cid))
+        sid, token = request.session_id, request.resume_token
+        seq = request.last_received_server_event_seq
         session = self.sessions.get(sid)
         if session is None or not session.can_resume:
             rej = Reject(

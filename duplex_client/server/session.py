@@ -10,7 +10,20 @@ from typing import Any, Final
 
 from duplex_client.framing.units import UnitGrid
 from duplex_client.protocol.capabilities import Capabilities
+from duplex_client.protocol.client_events import decode_client_event
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.fields import SchemaError
+from duplex_client.protocol.objects import ContentPart, Item, ResumeInput
+from duplex_client.protocol.response_events import OutputAudioBufferCleared
+from duplex_client.protocol.server_events import (
+    SessionClosed,
+    SessionCreated,
+    SessionExpired,
+    SessionReplaced,
+    SessionResumed,
+    SessionResyncRequired,
+    SessionUpdated,
+)
 from duplex_client.server import ids, playback, turns
 from duplex_client.server.assembler import Unit, UnitAssembler
 from duplex_client.server.conversation import Conversation, Turn
@@ -30,15 +43,6 @@ log = logging.getLogger("duplex_client.server")
 
 #: Rows of accepted appends a session keeps (about an hour of 200 ms appends), oldest dropped.
 MAX_APPEND_ROWS: Final = 20_000
-
-#: Client event aliases servers accept (protocol.md §2.5, §3.3, §4.3).
-ALIASES: Final = {
-    "close": "session.close",
-    "close_session": "session.close",
-    "session_close": "session.close",
-    "input.audio.append": "input_audio_buffer.append",
-    "push_chunk": "input_audio_buffer.append",
-}
 
 
 class DuplexSession:
@@ -128,36 +132,29 @@ class DuplexSession:
 
     def session_object(self) -> dict[str, Any]:
         """The `session` object of `session.created` / `session.updated`."""
-        return {
-            "object": "realtime.session",
-            "id": self.session_id,
-            "state": "open" if self.state == "open" else self.state,
-            "epoch": self.epoch,
-            **self.settings.to_wire(),
-            "capabilities": self.caps.to_dict(),
-            "playback": playback.totals(self.conversation),
-        }
+        return self.settings.session_object(
+            session_id=self.session_id,
+            state=self.state,
+            epoch=self.epoch,
+            capabilities=self.caps.to_dict(),
+            playback=playback.totals(self.conversation),
+        ).to_dict()
 
     def open(self, now: float) -> list[Output]:
         """The handshake answer: `session.created` (unsequenced) then `session.updated`."""
-        created: dict[str, Any] = {"type": "session.created", "session": self.session_object()}
-        if self.resume_token is not None:
-            created["resume_token"] = self.resume_token
-            created["attachment_generation"] = self.attachment_generation
+        resumable = self.resume_token is not None
+        created = SessionCreated(
+            session=self.session_object(),
+            resume_token=self.resume_token,
+            attachment_generation=self.attachment_generation if resumable else None,
+        )
         self.emitter.emit(created, now)
-        self.emitter.emit({"type": "session.updated", "session": self.session_object()}, now)
+        self.emitter.emit(SessionUpdated(session=self.session_object()), now)
         text = self.settings.extra_body.get("duplex_initial_user_text")
         if isinstance(text, str) and text:
-            self.conversation.add_item(
-                {
-                    "id": ids.item_id(),
-                    "object": "realtime.item",
-                    "type": "message",
-                    "role": "user",
-                    "status": "completed",
-                    "content": [{"type": "input_text", "text": text}],
-                }
-            )
+            content = [ContentPart(type="input_text", text=text)]
+            item = Item(id=ids.item_id(), role="user", status="completed", content=content)
+            self.conversation.add_item(item.to_dict())
         return self.emitter.drain()
 
     def handle(self, event: dict[str, Any], now: float) -> list[Output]:
@@ -166,15 +163,13 @@ class DuplexSession:
         cid = client_event_id(event)
         etype = event.get("type")
         try:
-            if not isinstance(etype, str):
-                raise Reject(ErrorCode.BAD_EVENT, "type must be a string", "type")
-            etype = ALIASES.get(etype, etype)
-            if self.state != "open":
+            if self.state != "open" and isinstance(etype, str):
                 raise Reject(ErrorCode.SESSION_CLOSED, "the session is closing", None)
-            handler = HANDLERS.get(etype)
-            if handler is None:
-                raise Reject(ErrorCode.UNKNOWN_EVENT, f"unknown event type {etype!r}", "type")
-            handler(self, event, now)
+            try:
+                decoded = decode_client_event(event)  # bad type, unknown type, bad fields
+            except SchemaError as exc:
+                raise Reject.schema(exc) from None
+            HANDLERS[decoded.TYPE](self, decoded, now)
         except Reject as rej:
             self.reject(rej, cid, now)
         except Exception:
@@ -234,24 +229,22 @@ class DuplexSession:
         self.detached_at = None
         self.last_activity = now
         replay = self.journal.replay_after(last_seq) if self.journal is not None else None
-        self.emitter.emit(
-            {
-                "type": "session.resumed",
-                "session_id": self.session_id,
-                "resume_token": self.resume_token,
-                "attachment_generation": self.attachment_generation,
-                "session": {},
-                "input": {
-                    "last_event_id": self.last_input_event_id,
-                    "audio_end_ms": self.assembler.audio_end_ms,
-                    "append_count": self.append_count,
-                },
-            },
-            now,
+        position = ResumeInput(
+            last_event_id=self.last_input_event_id,
+            audio_end_ms=self.assembler.audio_end_ms,
+            append_count=self.append_count,
         )
+        resumed = SessionResumed(
+            session_id=self.session_id,
+            resume_token=self.resume_token,
+            attachment_generation=self.attachment_generation,
+            session={},
+            input=position.to_dict(),
+        )
+        self.emitter.emit(resumed, now)
         if replay is None:
             self.emitter.journal = None
-            self.emitter.emit({"type": "session.resync_required", "reason": "journal_gap"}, now)
+            self.emitter.emit(SessionResyncRequired(reason="journal_gap"), now)
         else:
             for data in replay:
                 self.emitter.raw(Send("replay", data))
@@ -260,11 +253,7 @@ class DuplexSession:
     def replaced_outputs(self, old_generation: int) -> list[Output]:
         """What the superseded socket gets on takeover: `session.replaced`, then a close."""
         send = self.emitter.build(
-            {
-                "type": "session.replaced",
-                "session_id": self.session_id,
-                "attachment_generation": old_generation,
-            }
+            SessionReplaced(session_id=self.session_id, attachment_generation=old_generation)
         )
         return [send, CloseSocket(1000, "session_replaced")]
 
@@ -293,16 +282,12 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.state == "closed":
             return
-        self.emitter.emit(
-            {"type": "session.closed", "session_id": self.session_id, "reason": reason}, now
-        )
+        self.emitter.emit(SessionClosed(session_id=self.session_id, reason=reason), now)
         self._end(reason, close_code)
 
     def _expire(self, reason: str, now: float) -> None:
         self.conversation.cancel("session_expired", now)
-        self.emitter.emit(
-            {"type": "session.expired", "session_id": self.session_id, "reason": reason}, now
-        )
+        self.emitter.emit(SessionExpired(session_id=self.session_id, reason=reason), now)
         self._end(reason, None if self.detached_at is not None else 1000)
 
     def _end(self, reason: str, close_code: int | None) -> None:
@@ -357,7 +342,5 @@ class DuplexSession:
         if active is None:
             return
         self.epoch += 1
-        self.emitter.emit(
-            {"type": "output_audio_buffer.cleared", "response_id": active.response_id}, now
-        )
+        self.emitter.emit(OutputAudioBufferCleared(response_id=active.response_id), now)
         self.conversation.cancel(reason, now)

@@ -2,50 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
 
 from duplex_client.protocol.capabilities import UnitKind
+from duplex_client.protocol.client_events import InputAudioBufferCommit, ResponseCreate
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.objects import CommittedInfo, ContentPart, Item
+from duplex_client.protocol.requests import ResponseOptions
+from duplex_client.protocol.server_events import ConversationItemDone, InputAudioBufferCommitted
 from duplex_client.server import ids, intake, playback
 from duplex_client.server.conversation import Turn
 from duplex_client.server.engine.base import Fail, Listen, Speak, TurnView
-from duplex_client.server.errors import Reject, client_event_id
+from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.intake import Work
 
 if TYPE_CHECKING:
     from duplex_client.server.session import DuplexSession
 
-_RESPONSE_OPTIONS: Final = frozenset(
-    {
-        "modalities",
-        "output_modalities",
-        "instructions",
-        "temperature",
-        "max_output_tokens",
-        "metadata",
-    }
-)
 
-
-def _opt_bool(event: dict[str, Any], *keys: str) -> bool | None:
-    for key in keys:
-        value = event.get(key)
-        if value is not None:
-            if not isinstance(value, bool):
-                raise Reject(ErrorCode.BAD_EVENT, f"{key} must be a boolean", key)
-            return value
-    return None
-
-
-def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
+def commit(s: DuplexSession, event: InputAudioBufferCommit, now: float) -> None:
     """`input_audio_buffer.commit`: seal (or flush) the turn; the ack follows its units."""
-    cid = client_event_id(event)
+    cid = event_ref(event)
     if intake.is_repeat(s, cid):
         return
-    final = _opt_bool(event, "final")
-    final = True if final is None else final
-    response_create = _opt_bool(event, "response_create", "create_response")
-    is_speech = _opt_bool(event, "is_speech")
+    final, response_create, is_speech = event.final, event.response_create, event.is_speech
     if not intake.has_input(s):
         raise Reject(ErrorCode.INPUT_AUDIO_BUFFER_EMPTY, "nothing to commit", None)
     retain = response_create is False or (response_create is None and not s.settings.auto_response)
@@ -69,7 +49,8 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
         work = Work(
             0.0,
             "commit",
-            event={"event_id": cid, "item_id": s.turn_item_id},
+            event_id=cid,
+            item_id=s.turn_item_id,
             final=False,
             audio_end_ms=audio_end_ms,
         )
@@ -92,7 +73,7 @@ def commit(s: DuplexSession, event: dict[str, Any], now: float) -> None:
     work = Work(
         0.0,
         "commit",
-        event={"event_id": cid},
+        event_id=cid,
         turn=turn,
         final=True,
         response_create=response_create,
@@ -114,44 +95,10 @@ def _judged(s: DuplexSession, turn: Turn) -> TurnView:
     return turn.view()
 
 
-def create_response(s: DuplexSession, event: dict[str, Any], now: float) -> None:
-    """`response.create`: validated now, answered when the pipeline reaches it."""
-    opts = event.get("response") or {}
-    if not isinstance(opts, dict):
-        raise Reject(ErrorCode.BAD_EVENT, "response must be an object", "response")
-    for key in opts:
-        if key not in _RESPONSE_OPTIONS:
-            raise Reject(
-                ErrorCode.UNSUPPORTED_NATIVE_RESPONSE_OPTIONS,
-                f"response.{key} is not supported on the native lane",
-                f"response.{key}",
-            )
-    modalities = opts.get("output_modalities", opts.get("modalities"))
-    if modalities is not None and (
-        not isinstance(modalities, list)
-        or not modalities
-        or any(m not in ("audio", "text") for m in modalities)
-    ):
-        raise Reject(
-            ErrorCode.BAD_EVENT, "modalities must list audio and/or text", "response.modalities"
-        )
-    if opts.get("metadata") is not None and not isinstance(opts["metadata"], dict):
-        raise Reject(ErrorCode.BAD_EVENT, "metadata must be an object", "response.metadata")
-    cap = opts.get("max_output_tokens")
-    if (
-        cap is not None
-        and cap != "inf"
-        and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0)
-    ):
-        raise Reject(
-            ErrorCode.BAD_EVENT,
-            "max_output_tokens must be a positive integer",
-            "response.max_output_tokens",
-        )
-    options = {**opts, "modalities": modalities} if modalities is not None else dict(opts)
-    work = Work(
-        0.0, "response_create", event={"event_id": client_event_id(event), "response": options}
-    )
+def create_response(s: DuplexSession, event: ResponseCreate, now: float) -> None:
+    """`response.create` (its options decoded by the schema), answered in pipeline order."""
+    options = ResponseOptions.from_raw(event.response)
+    work = Work(0.0, "response_create", event_id=event_ref(event), options=options)
     work.set_decision(
         s.engine.decide_response_create(
             [t.view() for t in s.pending_turns], s.response_create_count
@@ -184,46 +131,33 @@ def _exec_unit(s: DuplexSession, work: Work, now: float) -> None:
         s.conversation.start(decision=decision, trigger="unit", unit=unit, turns=[], now=now)
 
 
-def _user_item(turn: Turn) -> dict[str, Any]:
-    return {
-        "id": turn.item_id,
-        "object": "realtime.item",
-        "type": "message",
-        "role": "user",
-        "status": "completed",
-        "content": [
-            {
-                "type": "input_audio",
-                "audio_ms": turn.audio_ms,
-                "frames": turn.view().frames,
-                "speech": turn.speech,
-            }
-        ],
-        "metadata": {"turn_id": turn.turn_id, "unit_indices": [u.unit_index for u in turn.units]},
-    }
+def _user_item(turn: Turn) -> Item:
+    audio = ContentPart(
+        type="input_audio", audio_ms=turn.audio_ms, frames=turn.view().frames, speech=turn.speech
+    )
+    return Item(
+        id=turn.item_id,
+        role="user",
+        status="completed",
+        content=[audio],
+        metadata={"turn_id": turn.turn_id, "unit_indices": [u.unit_index for u in turn.units]},
+    )
 
 
 def _exec_commit(s: DuplexSession, work: Work, now: float) -> None:
-    cid = work.event.get("event_id")
+    cid = work.event_id
     conv = s.conversation
     if not work.final:
-        s.emitter.emit(
-            {
-                "type": "input_audio_buffer.committed",
-                "client_event_id": cid,
-                "item_id": work.event.get("item_id"),
-                "previous_item_id": conv.last_item_id(),
-                "audio_end_ms": work.audio_end_ms,
-                "final": False,
-                "event": {
-                    "type": "input.committed",
-                    "epoch": s.epoch,
-                    "client_event_id": cid,
-                    "final": False,
-                },
-            },
-            now,
+        info = CommittedInfo(epoch=s.epoch, client_event_id=cid, final=False)
+        ack = InputAudioBufferCommitted(
+            client_event_id=cid,
+            item_id=work.item_id,
+            previous_item_id=conv.last_item_id(),
+            audio_end_ms=work.audio_end_ms,
+            final=False,
+            event=info.to_dict(),
         )
+        s.emitter.emit(ack, now)
         return
     turn, decision = work.turn, work.decision
     assert turn is not None
@@ -239,35 +173,32 @@ def _exec_commit(s: DuplexSession, work: Work, now: float) -> None:
         item_id = target.item_id
         previous = None
     else:
-        item = _user_item(turn)
+        item = _user_item(turn).to_dict()
         previous = conv.last_item_id()
         conv.emit_item_added(item, previous, now)
         conv.add_item(item)
         item_id = turn.item_id
     no_response = isinstance(decision, Listen)
     deferred = isinstance(decision, Speak) and conv.active is not None
-    inner: dict[str, Any] = {
-        "type": "input.committed",
-        "turn_id": turn.turn_id,
-        "epoch": s.epoch,
-        "client_event_id": cid,
-    }
-    ack: dict[str, Any] = {
-        "type": "input_audio_buffer.committed",
-        "client_event_id": cid,
-        "item_id": item_id,
-        "previous_item_id": previous,
-        "audio_end_ms": work.audio_end_ms,
-        "final": True,
-    }
-    if no_response:
-        ack["no_response"] = inner["no_response"] = True
-    if deferred:
-        inner["response_create_deferred"] = True
-    ack["event"] = inner
+    inner = CommittedInfo(
+        turn_id=turn.turn_id,
+        epoch=s.epoch,
+        client_event_id=cid,
+        no_response=True if no_response else None,
+        response_create_deferred=True if deferred else None,
+    )
+    ack = InputAudioBufferCommitted(
+        client_event_id=cid,
+        item_id=item_id,
+        previous_item_id=previous,
+        audio_end_ms=work.audio_end_ms,
+        final=True,
+        no_response=no_response,
+        event=inner.to_dict(),
+    )
     s.emitter.emit(ack, now)
     if target is None:
-        s.emitter.emit({"type": "conversation.item.done", "item": conv.items[item_id]}, now)
+        s.emitter.emit(ConversationItemDone(item=conv.items[item_id]), now)
     if decision is None or deferred:
         turn.deferred = decision if deferred and isinstance(decision, Speak) else None
         if target is None:
@@ -281,7 +212,7 @@ def _exec_commit(s: DuplexSession, work: Work, now: float) -> None:
 
 
 def _exec_response_create(s: DuplexSession, work: Work, now: float) -> None:
-    cid = work.event.get("event_id")
+    cid = work.event_id
     conv = s.conversation
     if conv.active is not None:
         s.reject(
@@ -313,5 +244,5 @@ def _exec_response_create(s: DuplexSession, work: Work, now: float) -> None:
         unit=None,
         turns=turns,
         now=now,
-        options=work.event.get("response"),
+        options=work.options,
     )

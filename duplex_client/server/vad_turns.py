@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.protocol.client_events import InputAudioBufferCommit
+from duplex_client.protocol.server_events import (
+    InputAudioBufferSpeechStarted,
+    InputAudioBufferSpeechStopped,
+)
 from duplex_client.server import ids, intake
 from duplex_client.server.errors import Reject
 
@@ -71,25 +76,17 @@ class VadTurns:
                 self.turn_speech = True
                 if detect:
                     s.turn_item_id = s.turn_item_id or ids.item_id()
-                    s.emitter.emit(
-                        {
-                            "type": "input_audio_buffer.speech_started",
-                            "audio_start_ms": event.at_ms,
-                            "item_id": s.turn_item_id,
-                        },
-                        now,
+                    started = InputAudioBufferSpeechStarted(
+                        audio_start_ms=event.at_ms, item_id=s.turn_item_id
                     )
+                    s.emitter.emit(started, now)
                     if s.conversation.active is not None:
                         s.interrupt("turn_detected", now)
             elif detect and self.turn_speech:
-                s.emitter.emit(
-                    {
-                        "type": "input_audio_buffer.speech_stopped",
-                        "audio_end_ms": event.at_ms,
-                        "item_id": s.turn_item_id,
-                    },
-                    now,
+                stopped = InputAudioBufferSpeechStopped(
+                    audio_end_ms=event.at_ms, item_id=s.turn_item_id
                 )
+                s.emitter.emit(stopped, now)
                 self._server_commit(s, now)
         if not self.turn_speech and not self.detector.in_speech:
             trim_idle(s)
@@ -101,7 +98,7 @@ class VadTurns:
             self.turn_speech = False
             return
         try:
-            commit(s, {"type": "input_audio_buffer.commit"}, now)
+            commit(s, InputAudioBufferCommit(event_id=""), now)
         except Reject as rej:
             s.reject(rej, None, now)
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from duplex_client import DuplexClientBase
 from duplex_client.client.transport import TransportClosed
-from duplex_client.protocol import SERVER_EVENT_TYPES
-from duplex_client.protocol.codec import CodecError, loads
+from duplex_client.protocol import GA_TO_BETA, SERVER_EVENT_TYPES, parse_server_event
+from duplex_client.protocol.codec import CodecError, dumps, loads
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES
 from tests.support.scripted_server import DEFAULT_CAPS
 
@@ -142,3 +142,18 @@ def _is_error(frame: str) -> bool:
 @given(frames)
 def test_reader_survives_random_frames(items: list[str | bytes]) -> None:
     asyncio.run(asyncio.wait_for(play(items), EXAMPLE_TIMEOUT_S * 3))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames)
+def test_schema_reads_any_object_into_a_canonical_event(items: list[str | bytes]) -> None:
+    """The reader's decoding never raises, and what it keeps re-encodes to the same event."""
+    beta_names = set(GA_TO_BETA.values())
+    for frame in items:
+        try:
+            raw = loads(frame)
+        except CodecError:
+            continue
+        event = parse_server_event(raw)
+        wire = event.to_dict(beta=event.type in beta_names)
+        assert parse_server_event(loads(dumps(wire))) == event

@@ -12,7 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duplex_client.protocol import CLIENT_EVENT_TYPES
+from duplex_client.protocol import (
+    CLIENT_EVENT_TYPES,
+    SchemaError,
+    decode_client_event,
+    dumps,
+    loads,
+)
+from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import Limits, ReferenceServer, Script
 from tests.integration.server.wire import Wire, append, b64, frame, tone
 
@@ -140,6 +147,21 @@ async def _exercise(url: str, messages: list[dict[str, Any] | str | bytes]) -> N
         except Exception:
             continue
         await wire.closed(timeout=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=client_events())
+def test_schema_decodes_or_names_the_field(message: dict[str, Any] | str | bytes) -> None:
+    """What the server decodes with: a `SchemaError` naming a field, or a canonical event."""
+    if not isinstance(message, dict):
+        return
+    try:
+        event = decode_client_event(message)
+    except SchemaError as exc:
+        assert exc.code in vars(ErrorCode).values() and isinstance(exc.param, str)
+        return
+    again = decode_client_event(loads(dumps(event.to_dict())))
+    assert again == event
 
 
 @settings(
