@@ -7,6 +7,7 @@ from duplex_client import presets
 from duplex_client.client import (
     DuplexClient,
     DuplexClientBase,
+    LocalProtocolError,
     ReconnectPolicy,
     ResponseHandle,
     SessionConfig,
@@ -44,6 +45,7 @@ __all__ = [
     "DuplexProtocolError",
     "DuplexSessionClosedError",
     "ErrorCode",
+    "LocalProtocolError",
     "ReconnectPolicy",
     "ResponseHandle",
     "SessionConfig",

@@ -1,6 +1,8 @@
 """Asyncio session client over a transport (WebSocket)."""
 
 from duplex_client.client.config import SessionConfig, redact, ref_audio_data_url
+from duplex_client.client.connection import ClientConnection
+from duplex_client.client.effects import LocalProtocolError, Output, SessionEndedError, State
 from duplex_client.client.queues import Broadcaster, DropOldestQueue, Subscription
 from duplex_client.client.responses import Decision, ResponseHandle, ResponseTracker
 from duplex_client.client.resume import ReconnectPolicy
@@ -10,15 +12,20 @@ from duplex_client.client.websocket import DuplexClient
 
 __all__ = [
     "Broadcaster",
+    "ClientConnection",
     "Decision",
     "DropOldestQueue",
     "DuplexClient",
     "DuplexClientBase",
     "EventListener",
+    "LocalProtocolError",
+    "Output",
     "ReconnectPolicy",
     "ResponseHandle",
     "ResponseTracker",
     "SessionConfig",
+    "SessionEndedError",
+    "State",
     "Subscription",
     "Transport",
     "TransportClosed",

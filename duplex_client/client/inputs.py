@@ -1,22 +1,13 @@
-"""The input API of the session client (appends, commits, requests, playback acks, §3–§5)."""
+"""Checked input for the session client: PCM as whole samples and append events (§3.2)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from duplex_client.client.config import SessionConfig
-from duplex_client.client.responses import ResponseTracker
-from duplex_client.client.waiters import Outcomes
 from duplex_client.protocol import client_events as ce
-from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.codec import b64encode, encode_image
-from duplex_client.protocol.errors import DuplexSessionClosedError
-
-AckPolicy = Literal["received", "manual"]
 
 #: Bytes per sample of the input encodings the client can send.
 BYTES_PER_SAMPLE = {"pcm16": 2, "pcm_s16le": 2, "s16le": 2, "pcm_f32le": 4}
@@ -99,174 +90,55 @@ def build_append(
     )
 
 
-class InputMethods:
-    """The sending half of the client API; `DuplexClientBase` provides the state and `_send`."""
+class InputCounter:
+    """A session's cumulative input audio, counted as each append is built (§3.1)."""
 
-    capabilities: Capabilities
-    config: SessionConfig
-    tracker: ResponseTracker
-    ack_policy: AckPolicy
-    session: dict[str, Any]
-    _terminal: bool
-    _finished: asyncio.Event
-    _playback_ack_task: asyncio.Task[None] | None
-    _playback_acks_due: bool
-    _samples: int
-    _width: int
-    _rate: int
-    _outcomes: Outcomes
+    def __init__(self, audio_format: str, sample_rate_hz: int) -> None:
+        self.audio_format = audio_format
+        self.width = BYTES_PER_SAMPLE.get(audio_format, 2)
+        self.rate = sample_rate_hz
+        #: Cumulative audio appended so far, in samples.
+        self.samples = 0
 
-    async def _send(self, event: ce.ClientEvent) -> str:
-        raise NotImplementedError
+    @property
+    def audio_end_ms(self) -> int:
+        """Cumulative audio appended so far, rounded to ms."""
+        return round(self.samples * 1000 / self.rate)
 
-    async def _send_dict(self, payload: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    async def append_input(
+    def build(
         self,
-        pcm: PcmInput = None,
-        *,
-        video_frames: Sequence[bytes | str] = (),
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
-    ) -> str:
-        """Append PCM and/or frames; empty PCM with frames is a VISION unit. Returns the id.
+        pcm: PcmInput,
+        video_frames: Sequence[bytes | str],
+        caps: Capabilities,
+        **fields: Any,
+    ) -> tuple[ce.InputAudioBufferAppend, int]:
+        """The next append (not counted yet) and its samples; `ValueError` for an illegal one.
 
-        Concurrent calls go out in call order, each `audio_end_ms` counting every call before.
+        `fields`: `is_speech`, `media_start_ms`, `media_end_ms`, `unit_index`.
         """
-        data = pcm_bytes(pcm, self._width)
+        data = pcm_bytes(pcm, self.width)
         event = build_append(
             data,
             video_frames,
-            caps=self.capabilities,
-            samples_before=self._samples,
-            width=self._width,
-            rate=self._rate,
-            audio_format=self.config.input_audio_format,
-            is_speech=is_speech,
-            media_start_ms=media_start_ms,
-            media_end_ms=media_end_ms,
-            unit_index=unit_index,
+            caps=caps,
+            samples_before=self.samples,
+            width=self.width,
+            rate=self.rate,
+            audio_format=self.audio_format,
+            is_speech=fields.get("is_speech"),
+            media_start_ms=fields.get("media_start_ms"),
+            media_end_ms=fields.get("media_end_ms"),
+            unit_index=fields.get("unit_index"),
         )
-        # Counted before the first await, so the next call starts where this one ends; the
-        # link queues every event in call order (outbox entry, FIFO lock) before it awaits
-        # a socket. A lock here would let a later commit overtake a waiting append.
-        before = self._samples
-        self._samples += len(data) // self._width
-        try:
-            await self._send(event)
-        except DuplexSessionClosedError:  # never sent: uncount it unless a later call built on it
-            if self._samples == before + len(data) // self._width:
-                self._samples = before
-            raise
-        return event.event_id
+        return event, len(data) // self.width
 
-    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
-        """Seal the turn (`final=False`: flush whole units only). Acks finished responses first."""
-        await self._ack_finished()
-        event = ce.InputAudioBufferCommit(final=final, response_create=create_response)
-        if final:
-            self.tracker.commit_sent(event.event_id)
-        return await self._send(event)
+    def count(self, samples: int) -> tuple[int, int]:
+        """Count an append going out; returns the cumulative samples before and after it."""
+        before = self.samples
+        self.samples += samples
+        return before, self.samples
 
-    async def create_response(self, **options: Any) -> str:
-        """Ask for a response; options go into `response` (modalities, instructions, ...)."""
-        return await self._send(ce.ResponseCreate(response=dict(options)))
-
-    async def cancel_response(self, response_id: str | None = None) -> str:
-        """Cancel a response (default: the active one); its audio is fenced at once."""
-        target = response_id or (self.tracker.active.response_id if self.tracker.active else None)
-        self.tracker.fence(target)
-        return await self._send(ce.ResponseCancel(response_id=response_id))
-
-    async def clear_output_audio(self, response_id: str | None = None) -> str:
-        """Ask the server to stop sending a response's audio; it is fenced at once."""
-        target = response_id or (self.tracker.active.response_id if self.tracker.active else None)
-        self.tracker.fence(target)
-        return await self._send(ce.OutputAudioBufferClear(response_id=response_id))
-
-    async def clear_input(self) -> str:
-        """Drop the server's buffered input (`input_audio_buffer.clear`)."""
-        return await self._send(ce.InputAudioBufferClear())
-
-    async def ack_playback(
-        self,
-        played_ms: int,
-        *,
-        response_id: str,
-        committed_ms: int | None = None,
-        truncate: bool = False,
-    ) -> str | None:
-        """Report audio actually played; None (nothing sent) if the server takes no acks."""
-        if not self.capabilities.supports_playback_ack:
-            return None
-        handle = self.tracker.handles.get(response_id)
-        played = int(played_ms)
-        if handle is not None:
-            played = max(played, handle.acked_ms or 0)
-            handle.played_ms = played
-            handle.acked_ms = played
-        event = ce.PlaybackAck(
-            response_id=response_id, played_ms=played, committed_ms=committed_ms, truncate=truncate
-        )
-        return await self._send(event)
-
-    async def _ack_finished(self) -> None:
-        """Ack-before-commit: each finished response is acked up to what was played (§5).
-
-        A response acked part-way (while playing) is acked again when more was played since.
-        Under `ack_only` a response a later commit has sealed is skipped: the server would
-        refuse its ack (it finished before that commit, and its done arrived after we sent ours).
-        """
-        if not self.capabilities.supports_playback_ack:
-            return
-        expired = self.acks_expire()
-        for handle in self.tracker.finished:
-            if handle.response_id is None or (expired and handle.sealed):
-                continue
-            played = handle.audio_ms if self.ack_policy == "received" else handle.played_ms
-            if handle.acked_ms is not None and played <= handle.acked_ms:
-                continue
-            await self.ack_playback(played, response_id=handle.response_id, truncate=handle.fenced)
-
-    def _schedule_playback_acks(self) -> None:
-        """Ack a finished response at once when what was received counts as played.
-
-        Acking only before our own commits is too late when the server commits (server
-        VAD): under `ack_only` an ack for a response finished before a later commit is
-        refused, and the answer would never enter history (protocol.md §5).
-        """
-        self._playback_acks_due = True
-        if self._playback_ack_task is None or self._playback_ack_task.done():
-            self._playback_ack_task = asyncio.create_task(self._ack_quietly())
-
-    async def _ack_quietly(self) -> None:
-        while self._playback_acks_due:
-            self._playback_acks_due = False
-            await asyncio.sleep(0)  # one pass for every response.done already buffered
-            if self._terminal or self._finished.is_set():
-                return
-            with contextlib.suppress(DuplexSessionClosedError):
-                await self._ack_finished()
-
-    def acks_expire(self) -> bool:
-        """Whether an ack for a response finished before a later commit is refused (§5)."""
-        policy = self.session.get("playback_commit_policy") or self.config.playback_commit_policy
-        return policy == "ack_only"
-
-    async def send_raw(self, event: dict[str, Any]) -> str | None:
-        """Send any event object as is (escape hatch); returns its `event_id` if it has one."""
-        await self._send_dict(event)
-        eid = event.get("event_id")
-        return eid if isinstance(eid, str) else None
-
-    async def wait_committed(
-        self, event_id: str, timeout: float | None = None
-    ) -> se.InputAudioBufferCommitted:
-        """Wait for the acknowledgement of a commit; an error echoing its id raises."""
-        async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
-            result = await self._outcomes.future(event_id)
-        assert isinstance(result, se.InputAudioBufferCommitted)
-        return result
+    def withdraw(self, counted: tuple[int, int]) -> None:
+        """An append never left: uncount it, unless a later one was counted on top of it."""
+        if self.samples == counted[1]:
+            self.samples = counted[0]

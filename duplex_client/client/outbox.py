@@ -11,9 +11,23 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from duplex_client.protocol.response_events import ResponseEvent
+from duplex_client.protocol.server_events import (
+    ErrorEvent,
+    InputAudioBufferCommitted,
+    ServerEvent,
+    SessionResyncRequired,
+)
 
 InputKind = Literal["append", "commit"]
+
+#: Input events kept for resending after a resume (protocol.md §6.1).
+INPUT_KINDS: dict[str, InputKind] = {
+    "input_audio_buffer.append": "append",
+    "input_audio_buffer.commit": "commit",
+}
 
 
 @dataclass(slots=True)
@@ -29,6 +43,11 @@ class OutboxEntry:
     unit: int | None = None
     #: The append's cumulative `audio_end_ms` (None for commits).
     audio_end_ms: int | None = None
+
+    @property
+    def written(self) -> bool:
+        """Whether it was written to some socket already (a resend, if sent again)."""
+        return self.wire is not None
 
 
 class Outbox:
@@ -52,6 +71,7 @@ class Outbox:
         self._horizon: str | None = None
         self._forgot_any = False
         self._decided_unit = -1
+        self._cursor = 0  # serial of the next entry to write after a resume
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -98,6 +118,48 @@ class Outbox:
                 return entry
         return None
 
+    def keep(
+        self, payload: dict[str, Any], data: bytes, *, trim: bool = True
+    ) -> OutboxEntry | None:
+        """Record an append or commit with an id about to be sent (None for anything else)."""
+        etype, event_id = payload.get("type"), payload.get("event_id")
+        kind = INPUT_KINDS.get(etype) if isinstance(etype, str) else None
+        if kind is None or not isinstance(event_id, str):
+            return None
+        unit, end = payload.get("unit_index"), payload.get("audio_end_ms")
+        return self.add(
+            event_id,
+            kind,
+            data,
+            unit=unit if isinstance(unit, int) else None,
+            audio_end_ms=end if isinstance(end, int) else None,
+            trim=trim,
+        )
+
+    def mark_written(self, entry: OutboxEntry, connection: int) -> None:
+        """`entry` was written on socket number `connection`."""
+        entry.wire = connection
+        self._cursor = max(self._cursor, entry.n + 1)
+
+    def place(self, view: dict[str, Any] | None) -> int:
+        """After a resume: drop what the server's `input` view says it has, rewind for resending.
+
+        Returns how many written entries could not be placed (forgotten: without a view, or
+        with an id not found, duplicates could not be ruled out).
+        """
+        last = view.get("last_event_id") if isinstance(view, dict) else None
+        placed = (
+            isinstance(view, dict)
+            and (last is None or isinstance(last, str))
+            and self.pending_after(last)
+        )
+        self._cursor = 0
+        return 0 if placed else self.drop_written()
+
+    def next_resend(self) -> OutboxEntry | None:
+        """The next entry to write after `place` (entries queued meanwhile included)."""
+        return self.entry_from(self._cursor)
+
     def drop_written(self) -> int:
         """Forget every entry already written to a socket; returns how many."""
         kept = deque(e for e in self._entries if e.wire is None)
@@ -130,6 +192,19 @@ class Outbox:
             if entry.unit is not None and entry.unit > unit_index:
                 break
         return False
+
+    def observe(self, event: ServerEvent) -> None:
+        """Apply what a server event says about our input: accepted, refused, or regridded."""
+        if isinstance(event, ErrorEvent) and event.error.event_id:
+            self.discard(event.error.event_id)
+        elif isinstance(event, InputAudioBufferCommitted) and event.client_event_id:
+            self.confirm(event.client_event_id)
+        elif isinstance(event, InputAudioBufferCommitted) and event.audio_end_ms is not None:
+            self.server_committed(event.audio_end_ms)
+        elif isinstance(event, SessionResyncRequired):
+            self.clear()  # no resume guarantees any more
+        elif isinstance(event, ResponseEvent) and (unit := event.unit_index) is not None:
+            self.confirm_unit(unit)
 
     def server_committed(self, audio_end_ms: int) -> None:
         """The server sealed a turn at `audio_end_ms` by itself (server VAD, protocol.md §6.1).

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from duplex_client.client.queues import DropOldestQueue
+from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol.codec import CodecError
 from duplex_client.protocol.server_events import (
@@ -18,6 +19,8 @@ from duplex_client.protocol.server_events import (
 )
 
 Decision = Literal["speak", "listen"]
+#: Whether received audio counts as played (`received`) or the caller reports it (`manual`).
+AckPolicy = Literal["received", "manual"]
 
 
 class ResponseHandle:
@@ -198,6 +201,32 @@ class ResponseTracker:
         processes it is sealed by it (its done arrives first, §5)."""
         self._commits_in_flight.add(event_id)
 
+    def record_ack(self, response_id: str, played_ms: int) -> int:
+        """A playback ack is going out; returns the `played_ms` to send (acks never go back)."""
+        played = int(played_ms)
+        handle = self.handles.get(response_id)
+        if handle is not None:
+            played = max(played, handle.acked_ms or 0)
+            handle.played_ms = played
+            handle.acked_ms = played
+        return played
+
+    def acks_due(self, *, received_counts: bool, skip_sealed: bool) -> list[tuple[str, int, bool]]:
+        """`(response_id, played_ms, truncate)` of each finished response played past its ack.
+
+        `received_counts`: what arrived counts as played (else `played_ms` as reported);
+        `skip_sealed`: leave out responses a later commit sealed (`ack_only` refuses them, §5).
+        """
+        due: list[tuple[str, int, bool]] = []
+        for handle in self.finished:
+            if handle.response_id is None or (skip_sealed and handle.sealed):
+                continue
+            played = handle.audio_ms if received_counts else handle.played_ms
+            if handle.acked_ms is not None and played <= handle.acked_ms:
+                continue
+            due.append((handle.response_id, played, handle.fenced))
+        return due
+
     def _created(self, event: r.ResponseCreated) -> None:
         rid = event.response_id
         if rid is None or rid in self.handles:
@@ -284,3 +313,48 @@ class ResponseTracker:
                 if handle.decision is None:
                     self._decide(handle, "listen")
                 handle._finish("incomplete", reason)
+
+
+class PlaybackAcks:
+    """When playback acks go out (§5): at `response.done` under `received`, before commits.
+
+    Builds `playback.ack` events from the tracker's handles; the connection sends them.
+    """
+
+    def __init__(self, tracker: ResponseTracker, policy: AckPolicy) -> None:
+        self.tracker = tracker
+        #: `received`: what arrived counts as played; `manual`: `played_ms` as reported.
+        self.policy: AckPolicy = policy
+        self._armed = False
+
+    def arm(self, event: ServerEvent) -> bool:
+        """Whether `event` asks for acks soon (a response finished and nothing is armed yet)."""
+        if not isinstance(event, r.ResponseDone) or self.policy != "received" or self._armed:
+            return False
+        self._armed = True
+        return True
+
+    def ack(
+        self, played_ms: int, response_id: str, committed_ms: int | None, truncate: bool
+    ) -> ce.PlaybackAck:
+        """The ack for one response (its handle records it; acks never move back)."""
+        played = self.tracker.record_ack(response_id, played_ms)
+        return ce.PlaybackAck(
+            response_id=response_id, played_ms=played, committed_ms=committed_ms, truncate=truncate
+        )
+
+    def disarm(self) -> None:
+        """The timer fired with nothing to send (the next `response.done` arms it again)."""
+        self._armed = False
+
+    def due(self, *, skip_sealed: bool) -> list[ce.PlaybackAck]:
+        """Acks for finished responses played past their last ack (disarms the timer).
+
+        `skip_sealed` (`ack_only`): a response a later commit sealed is left out, as the
+        server would refuse its ack.
+        """
+        self._armed = False
+        due = self.tracker.acks_due(
+            received_counts=self.policy == "received", skip_sealed=skip_sealed
+        )
+        return [self.ack(played, rid, None, truncate) for rid, played, truncate in due]

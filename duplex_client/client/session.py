@@ -1,52 +1,43 @@
-"""The session client: handshake, typed input API, one reader task, acks, heartbeat, resume."""
+"""The session client (asyncio): a thin shell over the sans-I/O `ClientConnection`.
+
+The connection decides (states, seq/acks, the outbox, responses, request outcomes); the
+`Link` writes to the socket in call order, the `Driver` reads, runs timers and resumes, and
+`Consumers` hands events, responses and outcomes to the caller.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 from duplex_client.client.config import SessionConfig
-from duplex_client.client.inputs import BYTES_PER_SAMPLE, AckPolicy, InputMethods
+from duplex_client.client.connection import ClientConnection
+from duplex_client.client.consumers import Consumers
+from duplex_client.client.consumers import EventListener as EventListener
+from duplex_client.client.driver import Driver
+from duplex_client.client.effects import LocalProtocolError, Send, State
 from duplex_client.client.inputs import PcmArray as PcmArray
-from duplex_client.client.link import Link, Resuming, handshake
-from duplex_client.client.queues import DEFAULT_QUEUE_SIZE, Broadcaster, DropOldestQueue
+from duplex_client.client.inputs import PcmInput
+from duplex_client.client.link import Link, handshake
+from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
 from duplex_client.client.queues import Subscription as Subscription
-from duplex_client.client.responses import ResponseHandle, ResponseTracker
-from duplex_client.client.resume import (
-    ReconnectListener,
-    ReconnectPolicy,
-    ReconnectReport,
-)
+from duplex_client.client.responses import AckPolicy, ResponseHandle, ResponseTracker
+from duplex_client.client.resume import ReconnectListener, ReconnectPolicy, ReconnectReport
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
-from duplex_client.client.transport import Transport, TransportClosed
-from duplex_client.client.waiters import Outcomes
+from duplex_client.client.transport import Transport
+from duplex_client.client.waiters import unwrap
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.protocol.codec import CodecError, loads
 from duplex_client.protocol.errors import DuplexSessionClosedError
-from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, parse_server_event
-from duplex_client.protocol.response_events import ResponseDone, ResponseEvent
-
-log = logging.getLogger("duplex_client")
 
 
-class EventListener(Protocol):
-    """A synchronous observer of every server event as received (never drops)."""
-
-    def __call__(self, event: se.ServerEvent, received_at: float) -> None:
-        """Called from the reader task, in arrival order."""
-        ...
-
-
-class DuplexClientBase(InputMethods, Resuming):
-    """Transport-neutral session logic; `open()` runs the handshake over a connected transport."""
+class DuplexClientBase:
+    """Transport-neutral session client; `open()` runs the handshake over a connected transport."""
 
     def __init__(
         self,
@@ -65,82 +56,104 @@ class DuplexClientBase(InputMethods, Resuming):
         self.config = config or SessionConfig()
         self.handshake_timeout = handshake_timeout
         self.close_timeout = close_timeout
-        self.heartbeat_interval_s = heartbeat_interval_s
-        self.ack_policy: AckPolicy = ack_policy
         self.reconnect_policy = ReconnectPolicy() if reconnect is True else (reconnect or None)
         self.clock = clock
-        self.session_id: str | None = None
-        self.session: dict[str, Any] = {}
-        self.capabilities = Capabilities()
-        self.attachment_generation: int | None = None
-        self.last_server_event_seq = 0
-        self.errors: list[se.ErrorEvent] = []
-        self.reconnects: list[ReconnectReport] = []
-        self.closed_reason: str | None = None
-        self._resume_token: str | None = None
-        self._connect_again: Callable[[], Awaitable[Transport]] | None = None
-        self._width = BYTES_PER_SAMPLE.get(self.config.input_audio_format, 2)
-        self._rate = self.config.input_sample_rate_hz
-        self._samples = 0
-        self._events: Broadcaster[se.ServerEvent] = Broadcaster(queue_size)
-        self._decided: DropOldestQueue[ResponseHandle] = DropOldestQueue(queue_size)
-        self._listeners: list[EventListener] = []
-        self._reconnect_listeners: list[ReconnectListener] = []
-        self._outcomes = Outcomes()
-        self._terminal = False
-        self._closing = False
-        self._finished = asyncio.Event()
-        self._link = Link(
-            self._finished,
-            self._check_usable,
-            clock,
+        #: The session's protocol state (sans-I/O); everything below is its shell.
+        self.connection = ClientConnection(
+            model=model,
+            config=self.config,
+            ack_policy=ack_policy,
+            heartbeat_interval_s=heartbeat_interval_s,
             max_queued_bytes=(self.reconnect_policy or ReconnectPolicy()).max_queued_bytes,
-        )
-        self._tasks: list[asyncio.Task[None]] = []
-        self._ack_task: asyncio.Task[None] | None = None
-        self._playback_ack_task: asyncio.Task[None] | None = None
-        self._playback_acks_due = False
-        self._last_stream: StreamResult | None = None
-        self.tracker = ResponseTracker(
-            self._decided.put,
-            sample_rate_hz=self.config.output_sample_rate_hz,
-            interrupts_on_speech=self.config.interrupts_on_speech,
             clock=clock,
         )
+        self._consumers = Consumers(queue_size, clock)
+        self._link = Link(self.connection)
+        self._driver = Driver(
+            self.connection, self._link, self._consumers, clock=clock, policy=self.reconnect_policy
+        )
+        self._last_stream: StreamResult | None = None
 
-    # --- state ---
+    # --- state (the connection's) ---
+
+    @property
+    def session_id(self) -> str | None:
+        """The server-allocated session id (None before the handshake)."""
+        return self.connection.session_id
+
+    @property
+    def session(self) -> dict[str, Any]:
+        """The effective session object (`session.created`, then each `session.updated`)."""
+        return self.connection.session
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The server's capabilities from the handshake."""
+        return self.connection.capabilities
+
+    @property
+    def attachment_generation(self) -> int | None:
+        """The server's attachment generation (it rises with every resume)."""
+        return self.connection.attachment.generation
+
+    @property
+    def last_server_event_seq(self) -> int:
+        """The highest `server_event_seq` processed."""
+        return self.connection.seq.last
+
+    @property
+    def errors(self) -> list[se.ErrorEvent]:
+        """Every `error` event received, in order."""
+        return self.connection.errors
+
+    @property
+    def closed_reason(self) -> str | None:
+        """Why the session ended (None while it runs, and if it never opened)."""
+        return self.connection.closed_reason
+
+    @property
+    def tracker(self) -> ResponseTracker:
+        """The response tracker: every handle, the active one, the finished ones."""
+        return self.connection.tracker
+
+    @property
+    def ack_policy(self) -> AckPolicy:
+        """`received` (what arrived counts as played) or `manual` (the caller acks)."""
+        return self.connection.playback.policy
+
+    @property
+    def heartbeat_interval_s(self) -> float | None:
+        """Seconds between heartbeats (None: none)."""
+        return self.connection.heartbeat_interval_s
+
+    @property
+    def reconnects(self) -> list[ReconnectReport]:
+        """One report per reconnection, in order."""
+        return self._driver.reconnects
 
     @property
     def audio_end_ms(self) -> int:
         """Cumulative audio appended so far, rounded to ms."""
-        return round(self._samples * 1000 / self._rate)
+        return self.connection.input.audio_end_ms
 
     @property
     def audio_samples(self) -> int:
         """Cumulative audio appended so far, in samples."""
-        return self._samples
+        return self.connection.input.samples
 
     @property
     def is_open(self) -> bool:
         """Whether the session is usable for sending (also while it is being resumed)."""
-        return (
-            self._link.transport is not None and not self._terminal and not self._finished.is_set()
-        )
+        return self.connection.is_open
 
     @property
     def connected(self) -> bool:
         """Whether a socket is attached right now (False while reconnecting)."""
-        return self.is_open and self._link.connected
+        return self.connection.writable
 
-    @property
-    def _resumable(self) -> bool:
-        """Whether a drop is answered by reconnecting (policy, factory, id and token)."""
-        return (
-            self.reconnect_policy is not None
-            and self._connect_again is not None
-            and self.session_id is not None
-            and self._resume_token is not None
-        )
+    def acks_expire(self) -> bool:
+        """Whether an ack for a response finished before a later commit is refused (§5)."""
+        return self.connection.acks_expire()
 
     # --- handshake ---
 
@@ -156,37 +169,116 @@ class DuplexClientBase(InputMethods, Resuming):
         `reconnect_with` opens a new transport for resuming after a drop (with a policy).
         `budget_s`: what is left of `handshake_timeout` once connecting took its share.
         """
-        update = ce.SessionUpdate(session=self.config.to_session(self.model))
-        created, caps = await handshake(
-            transport, update, self.handshake_timeout, budget_s=budget_s
-        )
-        self.capabilities = caps
-        self.session = created.session
-        self.session_id = created.session_id
-        self._resume_token = created.resume_token
-        self.attachment_generation = created.attachment_generation
-        self._connect_again = reconnect_with
-        self._link.attach(transport, ready=True)
-        self._notify(created)
-        self._tasks.append(asyncio.create_task(self._read_loop(), name="duplex-reader"))
-        if self.heartbeat_interval_s:
-            self._tasks.append(asyncio.create_task(self._heartbeat_loop(), name="duplex-heartbeat"))
+        resumable = self.reconnect_policy is not None and reconnect_with is not None
+        try:
+            update = self.connection.start(resumable=resumable)  # raises unless CONNECTING
+        except LocalProtocolError:
+            await transport.close()
+            raise
+        try:
+            output = await handshake(
+                transport, self.connection, update, self.handshake_timeout, budget_s=budget_s
+            )
+        except BaseException as exc:
+            self._driver.perform(self.connection.terminate(f"handshake failed: {exc}"))
+            raise
+        self._link.attach(transport)
+        self._driver.perform(output)
+        self._driver.start(reconnect_with)
+        (created,) = (e for e in output.events if isinstance(e, se.SessionCreated))
         return created
 
     # --- sending ---
 
-    async def _send(self, event: ce.ClientEvent) -> str:
-        await self._send_dict(event.to_dict())
-        return event.event_id
+    async def _send(self, send: Send) -> str:
+        await self._link.transmit(send)
+        assert send.event_id is not None
+        return send.event_id
 
-    async def _send_dict(self, payload: dict[str, Any]) -> None:
-        await self._link.send(payload, resumable=self._resumable)
+    async def append_input(
+        self,
+        pcm: PcmInput = None,
+        *,
+        video_frames: Sequence[bytes | str] = (),
+        is_speech: bool | None = None,
+        media_start_ms: int | None = None,
+        media_end_ms: int | None = None,
+        unit_index: int | None = None,
+    ) -> str:
+        """Append PCM and/or frames; empty PCM with frames is a VISION unit. Returns the id.
 
-    def _check_usable(self) -> None:
-        if self._link.transport is None:
-            raise DuplexSessionClosedError("not connected")
-        if self._terminal or self._finished.is_set():
-            raise DuplexSessionClosedError(self.closed_reason or "closed")
+        Concurrent calls go out in call order, each `audio_end_ms` counting every call before
+        (the connection counts and queues it before the first await).
+        """
+        send = self.connection.append(
+            pcm,
+            video_frames,
+            is_speech=is_speech,
+            media_start_ms=media_start_ms,
+            media_end_ms=media_end_ms,
+            unit_index=unit_index,
+        )
+        try:
+            return await self._send(send)
+        except DuplexSessionClosedError:  # never sent
+            self.connection.withdraw(send)
+            raise
+
+    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
+        """Seal the turn (`final=False`: flush whole units only). Acks finished responses first."""
+        for ack in self.connection.playback_acks():
+            await self._link.transmit(ack)
+        event = ce.InputAudioBufferCommit(final=final, response_create=create_response)
+        return await self._send(self.connection.send(event))
+
+    async def create_response(self, **options: Any) -> str:
+        """Ask for a response; options go into `response` (modalities, instructions, ...)."""
+        return await self._send(self.connection.send(ce.ResponseCreate(response=dict(options))))
+
+    async def cancel_response(self, response_id: str | None = None) -> str:
+        """Cancel a response (default: the active one); its audio is fenced at once."""
+        return await self._send(self.connection.send(ce.ResponseCancel(response_id=response_id)))
+
+    async def clear_output_audio(self, response_id: str | None = None) -> str:
+        """Ask the server to stop sending a response's audio; it is fenced at once."""
+        event = ce.OutputAudioBufferClear(response_id=response_id)
+        return await self._send(self.connection.send(event))
+
+    async def clear_input(self) -> str:
+        """Drop the server's buffered input (`input_audio_buffer.clear`)."""
+        return await self._send(self.connection.send(ce.InputAudioBufferClear()))
+
+    async def ack_playback(
+        self,
+        played_ms: int,
+        *,
+        response_id: str,
+        committed_ms: int | None = None,
+        truncate: bool = False,
+    ) -> str | None:
+        """Report audio actually played; None (nothing sent) if the server takes no acks."""
+        send = self.connection.ack_playback(
+            played_ms, response_id=response_id, committed_ms=committed_ms, truncate=truncate
+        )
+        return None if send is None else await self._send(send)
+
+    async def send_raw(self, event: dict[str, Any]) -> str | None:
+        """Send any event object as is (escape hatch); returns its `event_id` if it has one."""
+        send = self.connection.send_raw(event)
+        await self._link.transmit(send)
+        return send.event_id
+
+    async def wait_committed(
+        self, event_id: str, timeout: float | None = None
+    ) -> se.InputAudioBufferCommitted:
+        """Wait for the acknowledgement of a commit; an error echoing its id raises."""
+        async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
+            outcome = self.connection.outcomes.get(event_id)
+            if outcome is None:
+                outcome = await self._consumers.outcome(event_id)
+        result = unwrap(outcome)
+        assert isinstance(result, se.InputAudioBufferCommitted)
+        return result
 
     async def stream(self, source: Source = None, **options: Any) -> StreamResult:
         """Stream PCM/frames on the media clock (`client.streaming.stream` options).
@@ -196,7 +288,8 @@ class DuplexClientBase(InputMethods, Resuming):
         """
         last = self._last_stream
         if last is not None and not {"position", "clock", "media_origin_ms"} & options.keys():
-            sent_ms = samples_to_ms(last.position.audio_samples, self._rate)
+            rate = self.config.input_sample_rate_hz
+            sent_ms = samples_to_ms(last.position.audio_samples, rate)
             if abs(sent_ms - self.audio_end_ms) <= 1:
                 options["position"], options["clock"] = last.position, last.clock
         result = await stream_source(self, source, **options)
@@ -207,7 +300,7 @@ class DuplexClientBase(InputMethods, Resuming):
 
     def events(self) -> Subscription[se.ServerEvent]:
         """Every typed server event from now on (bounded; a slow consumer loses its oldest)."""
-        return self._events.subscribe()
+        return self._consumers.subscribe()
 
     def responses(
         self, until: Awaitable[object] | None = None, *, idle_s: float | None = None
@@ -218,152 +311,26 @@ class DuplexClientBase(InputMethods, Resuming):
         completes; `idle_s` once no new handle came for that many seconds of waiting. Every
         call shares one queue: a handle is yielded once, and those not taken stay for the next.
         """
-        if until is None and idle_s is None:
-            return self._decided
-        return self._decided.until(until, idle_s=idle_s)
+        return self._consumers.responses(until, idle_s=idle_s)
 
     def add_listener(self, listener: EventListener) -> None:
         """Observe every server event synchronously in arrival order (for recorders)."""
-        self._listeners.append(listener)
+        self._consumers.add_listener(listener)
 
     def remove_listener(self, listener: EventListener) -> None:
         """Stop calling a listener added with `add_listener` (unknown ones are ignored)."""
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(listener)
+        self._consumers.remove_listener(listener)
 
     def add_reconnect_listener(self, listener: ReconnectListener) -> None:
         """Observe each reconnection when it ends (and again if its outcome changes)."""
-        if listener not in self._reconnect_listeners:
-            self._reconnect_listeners.append(listener)
+        self._consumers.add_reconnect_listener(listener)
 
-    def _notify(self, event: se.ServerEvent) -> None:
-        now = self.clock()
-        for listener in self._listeners:
-            try:
-                listener(event, now)
-            except Exception:
-                log.exception("event listener failed")
-        self._events.publish(event)
-
-    def _report(self, report: ReconnectReport) -> None:
-        for listener in self._reconnect_listeners:
-            try:
-                listener(report)
-            except Exception:
-                log.exception("reconnect listener failed")
-
-    # --- reader ---
-
-    async def _read_loop(self) -> None:
-        reason = "disconnect"
-        try:
-            while True:
-                transport = self._link.transport
-                assert transport is not None
-                try:
-                    data = await transport.recv()
-                except TransportClosed as exc:
-                    if self._closing:
-                        if self.closed_reason is None:
-                            reason = "client_close"
-                        break
-                    reason = "disconnect" if exc.code is None else f"disconnect ({exc.code})"
-                    if not self._resumable:
-                        break
-                    failure = await self._reconnect(reason)
-                    if failure is None:
-                        continue
-                    reason = failure
-                    break
-                if not isinstance(data, str):
-                    continue
-                try:
-                    raw = loads(data)
-                except CodecError as exc:
-                    log.warning("ignoring undecodable server frame: %s", exc)
-                    continue
-                event = parse_server_event(raw)
-                if self._dispatch(event):
-                    reason = self.closed_reason or event.type
-                    break
-        finally:
-            self._finish(reason)
-
-    def _dispatch(self, event: se.ServerEvent) -> bool:
-        """Apply one event; True when it ended the session."""
-        seq = event.server_event_seq
-        terminal = event.type in TERMINAL_EVENT_TYPES
-        if seq is not None:
-            if seq <= self.last_server_event_seq:
-                return False  # already processed (replay)
-            self.last_server_event_seq = seq
-            if not terminal:
-                self._schedule_ack()
-        if isinstance(event, se.SessionUpdated):
-            self.session = event.session
-        elif isinstance(event, se.ErrorEvent):
-            self.errors.append(event)
-            if event.error.event_id:
-                self._outcomes.settle(event.error.event_id, event)
-                self._link.outbox.discard(event.error.event_id)
-        elif isinstance(event, se.InputAudioBufferCommitted) and event.client_event_id:
-            self._outcomes.settle(event.client_event_id, event)
-            self._link.outbox.confirm(event.client_event_id)
-        elif isinstance(event, se.InputAudioBufferCommitted) and event.audio_end_ms is not None:
-            self._link.outbox.server_committed(event.audio_end_ms)
-        elif isinstance(event, se.SessionResyncRequired):
-            self._resync(event)
-        elif isinstance(event, ResponseEvent) and (unit := event.unit_index) is not None:
-            self._link.outbox.confirm_unit(unit)
-        self.tracker.feed(event)
-        if isinstance(event, ResponseDone) and self.ack_policy == "received":
-            self._schedule_playback_acks()
-        if terminal:
-            self._terminal = True
-            reason = event.raw.get("reason")
-            self.closed_reason = reason if isinstance(reason, str) else event.type
-        self._notify(event)
-        return terminal
-
-    # --- acks, heartbeat, end ---
-
-    def _schedule_ack(self) -> None:
-        if self._ack_task is None or self._ack_task.done():
-            self._ack_task = asyncio.create_task(self._flush_ack())
-
-    async def _flush_ack(self) -> None:
-        await asyncio.sleep(0)  # coalesce every event already buffered
-        if self._terminal or self._finished.is_set():
-            return
-        with contextlib.suppress(DuplexSessionClosedError):
-            await self._send(ce.SessionEventAck(server_event_seq=self.last_server_event_seq))
-
-    async def _heartbeat_loop(self) -> None:
-        assert self.heartbeat_interval_s
-        while not self._finished.is_set():
-            await asyncio.sleep(self.heartbeat_interval_s)
-            try:
-                await self._send(ce.SessionHeartbeat())
-            except DuplexSessionClosedError:
-                return
-            except Exception:
-                log.warning("heartbeat send failed", exc_info=True)
-
-    def _finish(self, reason: str) -> None:
-        if self._finished.is_set():
-            return
-        if self.closed_reason is None:
-            self.closed_reason = reason
-        self._finished.set()
-        self.tracker.close(self.closed_reason)
-        self._decided.close()
-        self._events.close()
-        self._outcomes.close(self.closed_reason)
+    # --- the end ---
 
     async def wait_closed(self, timeout: float | None = None) -> str:
         """Wait until the session ended; returns the reason."""
         async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
-            await self._finished.wait()
+            await self._link.wait_ended()
         return self.closed_reason or "closed"
 
     async def close(self, reason: str | None = None) -> None:
@@ -372,20 +339,21 @@ class DuplexClientBase(InputMethods, Resuming):
         While a resume is in progress the close waits for it (also up to `close_timeout`).
         """
         if self._link.transport is None:
-            return
-        if not self._finished.is_set() and not self._terminal:
-            self._closing = True
-            with contextlib.suppress(DuplexSessionClosedError, TimeoutError):
-                await asyncio.wait_for(
-                    self._send(ce.SessionClose(reason=reason)), self.close_timeout
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._finished.wait(), self.close_timeout)
-        await self._link.transport.close()
-        self._finish("client_close")
-        current = asyncio.current_task()
-        own = (*self._tasks, self._ack_task, self._playback_ack_task)
-        tasks = [t for t in own if t is not None and t is not current]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            return  # never opened
+        if self.connection.state is not State.CLOSED:
+            try:
+                async with asyncio.timeout(self.close_timeout):
+                    await self._link.wait_writable()
+                    send = self.connection.close(reason)
+                    if send is not None:
+                        await self._link.transmit(send)
+            except (DuplexSessionClosedError, TimeoutError):
+                pass
+            try:
+                async with asyncio.timeout(self.close_timeout):
+                    await self._link.wait_ended()
+            except TimeoutError:
+                pass
+        await self._link.close()
+        self._driver.perform(self.connection.terminate("client_close"))
+        await self._driver.stop()

@@ -115,7 +115,8 @@ async def play(items: list[str | bytes]) -> None:
     responses = client.responses()
     reason = await client.wait_closed(EXAMPLE_TIMEOUT_S)
     assert reason.startswith("disconnect")
-    reader = client._tasks[0]
+    reader = client._driver.reader
+    assert reader is not None
     await asyncio.wait_for(reader, EXAMPLE_TIMEOUT_S)
     assert reader.exception() is None
     expected = sum(1 for f in items if isinstance(f, str) and _is_error(f))

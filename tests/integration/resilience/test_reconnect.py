@@ -62,14 +62,14 @@ async def test_three_drops_are_resumed_and_every_event_arrives_once(
         seen: list[Any] = []
         client.add_listener(lambda event, _at: seen.append(event))
         await client.connect()
-        first_token = client._resume_token
+        first_token = client.connection.attachment.token
         timeline = InputTimeline()
         result = await client.stream(tone_pcm(3.0), timeline=timeline, realtime=False)
         assert result.commit_event_id is not None
         await client.wait_committed(result.commit_event_id, timeout=10)
         await wait_for(lambda: len(client.reconnects) == 3 and client.connected)
         await wait_for(lambda: any(h.done for h in client.tracker.handles.values()))
-        tokens = (first_token, client._resume_token)
+        tokens = (first_token, client.connection.attachment.token)
         await client.close()
         assert client.closed_reason == "client_close"
         assert_same_appends(server.appends(), timeline)
@@ -292,7 +292,7 @@ async def test_unit_decisions_release_the_outbox_and_a_later_drop_still_resumes(
         await wait_for(lambda: 4 in decided)
         # Every append closed a unit the server has decided on: nothing is kept for resending,
         # where only acknowledged commits would have kept all 25 appends.
-        assert len(timeline.appends) == 25 and len(client._link.outbox) == 0
+        assert len(timeline.appends) == 25 and len(client.connection.outbox) == 0
         proxy.cut()
         await wait_for(lambda: len(client.reconnects) == 1 and client.connected)
         result = await client.stream(tone_pcm(2.0), timeline=timeline, realtime=False)

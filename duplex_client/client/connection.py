@@ -1,0 +1,418 @@
+"""The session client's protocol state machine, without I/O (h11-style).
+
+`ClientConnection` takes server frames (or decoded events) in and gives back an `Output`: the
+events to deliver and the effects its shell performs (write this frame, ack soon, beat the
+heart, reconnect, resend the outbox, end). It owns the session's state: the `State`, the
+seq/ack bookkeeping (§6), the resend outbox (§6.1), the response tracker (§4), request
+outcomes, and the cumulative input audio. It never awaits, sleeps or touches a socket.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from duplex_client.client.attachment import Attachment
+from duplex_client.client.config import SessionConfig
+from duplex_client.client.effects import (
+    Closed,
+    Decided,
+    Deliver,
+    Effect,
+    LocalProtocolError,
+    Output,
+    Reconnect,
+    Resend,
+    Resynced,
+    ScheduleAck,
+    ScheduleHeartbeat,
+    SchedulePlaybackAcks,
+    Send,
+    SessionEndedError,
+    Settled,
+    State,
+)
+from duplex_client.client.inputs import InputCounter, PcmInput
+from duplex_client.client.outbox import Outbox, OutboxEntry
+from duplex_client.client.outcomes import Outcomes
+from duplex_client.client.responses import AckPolicy, PlaybackAcks, ResponseHandle, ResponseTracker
+from duplex_client.client.sequence import EventSequence
+from duplex_client.protocol import client_events as ce
+from duplex_client.protocol import server_events as se
+from duplex_client.protocol.capabilities import Capabilities
+from duplex_client.protocol.codec import CodecError, dumps
+from duplex_client.protocol.errors import DuplexProtocolError
+from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, decode_server_event
+from duplex_client.protocol.response_events import ConnectionResumed
+
+log = logging.getLogger("duplex_client")
+
+_SENDING = frozenset({State.OPEN, State.RESUMING, State.CLOSING})
+
+
+class ClientConnection:
+    """One session's protocol state: bytes or events in, deliveries and effects out.
+
+    CONNECTING -(session.created)-> OPEN -(drop, resumable)-> RESUMING -(`flushed`)-> OPEN;
+    OPEN -(`close`)-> CLOSING -(session.closed, or the drop)-> CLOSED. A terminal event, a
+    drop that cannot be resumed, `resume_failed` and `terminate` end any state in CLOSED.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None,
+        config: SessionConfig | None = None,
+        ack_policy: AckPolicy = "received",
+        heartbeat_interval_s: float | None = 30.0,
+        ack_every: int | None = None,
+        max_queued_bytes: int = 64 * 1024 * 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.model = model
+        self.config = config or SessionConfig()
+        self.heartbeat_interval_s = heartbeat_interval_s
+        #: Unsent input queued while resuming beyond which senders are asked to hold.
+        self.max_queued_bytes = max_queued_bytes
+        self.session_id: str | None = None
+        self.session: dict[str, Any] = {}
+        self.capabilities = Capabilities()
+        #: Seq/ack bookkeeping; `ack_every`: ack at once after that many events (else idle).
+        self.seq = EventSequence(ack_every)
+        self.errors: list[se.ErrorEvent] = []
+        self.closed_reason: str | None = None
+        #: The socket count, attachment generation and resume token.
+        self.attachment = Attachment()
+        self.outbox = Outbox()
+        self._decided: list[ResponseHandle] = []  # filled by the tracker, drained into outputs
+        self.tracker = ResponseTracker(
+            self._decided.append,
+            sample_rate_hz=self.config.output_sample_rate_hz,
+            interrupts_on_speech=self.config.interrupts_on_speech,
+            clock=clock,
+        )
+        self._state = State.CONNECTING
+        #: Outcomes of requests (acknowledgements, echoing errors) for later waiters.
+        self.outcomes = Outcomes()
+        self.playback = PlaybackAcks(self.tracker, ack_policy)
+        self.input = InputCounter(self.config.input_audio_format, self.config.input_sample_rate_hz)
+
+    # --- state ---
+
+    @property
+    def state(self) -> State:
+        """Where the session is in its life."""
+        return self._state
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the session is usable for sending (also while it is being resumed)."""
+        return self._state in _SENDING
+
+    @property
+    def ended(self) -> bool:
+        """Whether the session ended (CLOSED)."""
+        return self._state is State.CLOSED
+
+    @property
+    def writable(self) -> bool:
+        """Whether frames go straight to the socket (False while resuming)."""
+        return self._state in (State.OPEN, State.CLOSING)
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a drop is answered by resuming (enabled, and an id and token are held)."""
+        return self.attachment.resumable(self.session_id)
+
+    def acks_expire(self) -> bool:
+        """Whether an ack for a response finished before a later commit is refused (§5)."""
+        policy = self.session.get("playback_commit_policy") or self.config.playback_commit_policy
+        return policy == "ack_only"
+
+    # --- handshake (§2) ---
+
+    def start(self, *, resumable: bool = False) -> Send:
+        """The `session.update` that opens the session; `resumable`: answer drops by resuming."""
+        self._check("start", State.CONNECTING)
+        self.attachment.resume = resumable
+        return Send.encode(ce.SessionUpdate(session=self.config.to_session(self.model)).to_dict())
+
+    def _handshake(self, event: se.ServerEvent) -> Output:
+        if isinstance(event, se.ErrorEvent):  # only a refusal or session.created matter here
+            raise DuplexProtocolError.from_error(event.error, event.raw)
+        if not isinstance(event, se.SessionCreated):
+            return Output()
+        caps = event.capabilities
+        if caps is None:
+            raise DuplexProtocolError(
+                "endpoint is not a duplex handler: session.created has no capabilities"
+            )
+        self.capabilities, self.session = caps, event.session
+        self.session_id = event.session_id
+        self.attachment.created(event)
+        self._state = State.OPEN
+        effects: list[Effect] = [Deliver(event)]
+        if self.heartbeat_interval_s:
+            effects.append(ScheduleHeartbeat(self.heartbeat_interval_s))
+        return Output(tuple(effects))
+
+    # --- receiving ---
+
+    def receive_data(self, data: str | bytes) -> Output:
+        """One frame from the socket: binary and non-JSON frames are ignored."""
+        if not isinstance(data, str):
+            return Output()
+        try:
+            event = decode_server_event(data)
+        except CodecError as exc:
+            log.warning("ignoring undecodable server frame: %s", exc)
+            return Output()
+        return self.receive_event(event)
+
+    def receive_event(self, event: se.ServerEvent) -> Output:
+        """Apply one server event; a replayed seq gives nothing (§6).
+
+        A refused handshake raises `DuplexProtocolError` (still CONNECTING: then `terminate`).
+        """
+        if self._state is State.CONNECTING:
+            return self._handshake(event)
+        self._check("receive an event", *_SENDING)
+        out: list[Effect] = []
+        seq, terminal = event.server_event_seq, event.type in TERMINAL_EVENT_TYPES
+        if seq is not None:
+            if not self.seq.fresh(seq):
+                return Output()  # already processed (replay)
+            if not terminal:
+                timing = self.seq.due()
+                if timing == "now" and (ack := self._event_ack()) is not None:
+                    out.append(ack)
+                elif timing == "schedule":
+                    out.append(ScheduleAck())
+        self._apply(event, out)
+        self.tracker.feed(event)
+        out.extend(self._take_decided())
+        if self.playback.arm(event):
+            out.append(SchedulePlaybackAcks())
+        if terminal:
+            reason = event.raw.get("reason")
+            self.closed_reason = reason if isinstance(reason, str) else event.type
+        out.append(Deliver(event))
+        if terminal:
+            out.extend(self._end(self.closed_reason or event.type))
+        return Output(tuple(out))
+
+    def _apply(self, event: se.ServerEvent, out: list[Effect]) -> None:
+        self.outbox.observe(event)
+        settles = None
+        if isinstance(event, se.SessionUpdated):
+            self.session = event.session
+        elif isinstance(event, se.ErrorEvent):
+            self.errors.append(event)
+            settles = event.error.event_id
+        elif isinstance(event, se.InputAudioBufferCommitted):
+            settles = event.client_event_id
+        elif isinstance(event, se.SessionResyncRequired):
+            self.attachment.forget()  # no resume guarantees any more (§6.1)
+            out.append(Resynced(event.reason))
+        if settles:
+            self.outcomes.settle(settles, event)
+            out.append(Settled(settles, event))
+
+    def _take_decided(self) -> list[Effect]:
+        decided, self._decided[:] = list(self._decided), []
+        return [Decided(h) for h in decided]
+
+    # --- acks and heartbeats ---
+
+    def ack(self) -> Send | None:
+        """The ack timer fired: `session.event_ack` for the highest seq, if one is still due."""
+        self.seq.fired()
+        return None if self._state is State.CLOSED else self._event_ack()
+
+    def _event_ack(self) -> Send | None:
+        seq = self.seq.take()
+        if seq is None:
+            return None
+        return Send.encode(ce.SessionEventAck(server_event_seq=seq).to_dict())
+
+    def heartbeat(self) -> Output:
+        """The heartbeat timer fired: a `session.heartbeat` (not while resuming), then the next."""
+        if self._state is State.CLOSED or not self.heartbeat_interval_s:
+            return Output()
+        self._check("send a heartbeat", *_SENDING)
+        beat = () if self._state is State.RESUMING else (self.send(ce.SessionHeartbeat()),)
+        return Output((*beat, ScheduleHeartbeat(self.heartbeat_interval_s)))
+
+    # --- sending ---
+
+    def send(self, event: ce.ClientEvent) -> Send:
+        """Encode a client event: a final commit seals (§5), a cancel or clear fences (§4.4)."""
+        self._check("send", *_SENDING)
+        if isinstance(event, ce.InputAudioBufferCommit) and event.final and event.event_id:
+            self.tracker.commit_sent(event.event_id)
+        elif isinstance(event, ce.ResponseCancel | ce.OutputAudioBufferClear):
+            active = self.tracker.active
+            self.tracker.fence(event.response_id or (active.response_id if active else None))
+        return self.send_raw(event.to_dict())
+
+    def send_raw(self, payload: dict[str, Any]) -> Send:
+        """Encode any event object as is; an append or commit with an id is kept for resending."""
+        self._check("send", *_SENDING)
+        if not self.resumable:
+            return Send.encode(payload)
+        resuming = self._state is State.RESUMING
+        hold = resuming and self.outbox.unsent_bytes > self.max_queued_bytes
+        data = dumps(payload)
+        entry = self.outbox.keep(payload, data, trim=not resuming)
+        return replace(Send.encode(payload, data, entry), hold=hold and entry is not None)
+
+    def must_write(self, entry: OutboxEntry) -> bool:
+        """Whether a kept input is still to be written now (not queued, not flushed meanwhile)."""
+        return self.writable and not entry.written
+
+    def wrote(self, entry: OutboxEntry, attachment: int) -> None:
+        """A kept input went out on socket number `attachment`."""
+        self.outbox.mark_written(entry, attachment)
+
+    def write_failed(self, attachment: int) -> Output:
+        """Writing on socket `attachment` failed: hold sends for the resume if there is one."""
+        if attachment == self.attachment.number and self._state is State.OPEN and self.resumable:
+            self._state = State.RESUMING
+        return Output()
+
+    def append(
+        self,
+        pcm: PcmInput = None,
+        video_frames: Sequence[bytes | str] = (),
+        *,
+        is_speech: bool | None = None,
+        media_start_ms: int | None = None,
+        media_end_ms: int | None = None,
+        unit_index: int | None = None,
+    ) -> Send:
+        """An append of PCM and/or frames, counted at once; `ValueError` for an illegal one."""
+        event, samples = self.input.build(
+            pcm,
+            video_frames,
+            self.capabilities,
+            is_speech=is_speech,
+            media_start_ms=media_start_ms,
+            media_end_ms=media_end_ms,
+            unit_index=unit_index,
+        )
+        send = self.send(event)
+        return replace(send, counted=self.input.count(samples))
+
+    def withdraw(self, send: Send) -> None:
+        """An append never left (the session ended): uncount it unless a later one built on it."""
+        if send.counted is not None:
+            self.input.withdraw(send.counted)
+
+    def ack_playback(
+        self,
+        played_ms: int,
+        *,
+        response_id: str,
+        committed_ms: int | None = None,
+        truncate: bool = False,
+    ) -> Send | None:
+        """`playback.ack` (never moving back); None when the server takes no acks."""
+        if not self.capabilities.supports_playback_ack:
+            return None
+        self._check("send", *_SENDING)
+        return self.send(self.playback.ack(played_ms, response_id, committed_ms, truncate))
+
+    def playback_acks(self) -> list[Send]:
+        """Acks for finished responses played past their last ack (and before a commit, §5)."""
+        if self._state is State.CLOSED or not self.capabilities.supports_playback_ack:
+            self.playback.disarm()
+            return []
+        return [self.send(ack) for ack in self.playback.due(skip_sealed=self.acks_expire())]
+
+    # --- losing the socket, resuming (§6.1) ---
+
+    def connection_lost(self, code: int | None = None) -> Output:
+        """The socket ended (close `code`, if any): resume, or end the session."""
+        if self._state is State.CONNECTING:
+            return self.terminate("connection closed during the handshake")
+        self._check("lose the connection", *_SENDING)
+        if self._state is State.CLOSING:
+            return Output(tuple(self._end("client_close")))
+        cause = "disconnect" if code is None else f"disconnect ({code})"
+        if not self.resumable:
+            return Output(tuple(self._end(cause)))
+        self._state = State.RESUMING
+        return Output((Reconnect(cause),))
+
+    def resume_request(self) -> ce.SessionResume:
+        """The `session.resume` a new socket opens with (the highest seq processed)."""
+        self._check("resume", State.RESUMING)
+        assert self.session_id is not None
+        return self.attachment.request(self.session_id, self.seq.last)
+
+    def resumed(self, event: se.SessionResumed, attempt: int) -> Output:
+        """`session.resumed` on a new socket: adopt it, place its view of our input (`Resend`)."""
+        self._check("resume", State.RESUMING)
+        self.attachment.resumed(event)
+        note = ConnectionResumed.from_raw({"type": ConnectionResumed.TYPE, "attempt": attempt})
+        out = Output((Deliver(note),)) + self.receive_event(event)
+        return out + Output((Resend(self.outbox.place(event.input)),))
+
+    def next_resend(self) -> OutboxEntry | None:
+        """The next outbox entry to write after a resume (also input queued meanwhile)."""
+        self._check("resend", State.RESUMING)
+        return self.outbox.next_resend()
+
+    def flushed(self) -> Output:
+        """Every resend is written: sending is open again."""
+        self._check("finish a resume", State.RESUMING)
+        self._state = State.OPEN
+        return Output()
+
+    def resume_failed(self, reason: str, *, fatal: bool) -> Output:
+        """Reconnecting gave up (`fatal`: the server refused the token): the session ends."""
+        self._check("fail a resume", State.RESUMING)
+        if fatal:
+            self.attachment.forget()
+        return Output(tuple(self._end(reason)))
+
+    # --- closing ---
+
+    def close(self, reason: str | None = None) -> Send | None:
+        """`session.close` (§2.5); None when already closing or closed."""
+        if self._state in (State.CLOSING, State.CLOSED):
+            return None
+        self._check("close", State.OPEN)
+        send = self.send(ce.SessionClose(reason=reason))
+        self._state = State.CLOSING
+        return send
+
+    def terminate(self, reason: str) -> Output:
+        """End the session now (the shell gave up on it); a never-opened one keeps no reason."""
+        if self._state is State.CLOSED:
+            return Output()
+        return Output(tuple(self._end(reason)))
+
+    def _end(self, reason: str) -> list[Effect]:
+        self._state = State.CLOSED
+        if self.closed_reason is None and self.attachment.number > 0:  # it opened
+            self.closed_reason = reason
+        final = self.closed_reason or reason
+        self.tracker.close(final)
+        return [*self._take_decided(), Closed(final)]
+
+    # --- checks ---
+
+    def _check(self, action: str, *allowed: State) -> None:
+        """Raise for a call made in the wrong state (`SessionEndedError` once CLOSED)."""
+        if self._state in allowed:
+            return
+        if self._state is State.CLOSED:
+            raise SessionEndedError(self.closed_reason or "closed")
+        needs = " or ".join(s.name for s in allowed)
+        raise LocalProtocolError(
+            f"cannot {action} in state {self._state.name} (needs {needs})", state=self._state
+        )
