@@ -266,10 +266,7 @@ async def stream(
     """
     if tail_silence_s < 0:
         raise ValueError("tail_silence_s must not be negative")
-    if clock is None:
-        clock = MediaClock("asap" if realtime is False else "realtime", now=now)
-    elif realtime is not None and realtime != clock.realtime:
-        raise ValueError(f"realtime={realtime} contradicts the clock's pacing {clock.pacing!r}")
+    clock = _stream_clock(clock, realtime, now)
     caps = target.capabilities
     config = FramerConfig.from_capabilities(caps, chunk_ms=chunk_ms, grid=grid)
     pcm, sampler = _split_source(source, frames)
@@ -299,35 +296,23 @@ async def stream(
     prefetch = PlanPrefetcher(plan, follower, inline=inline)
     if isinstance(target, _Unlistenable):
         target.add_listener(follower)
-    ids: list[str] = []
     commit_id: str | None = None
     commit_sent_at: float | None = None
-    end_ms = start.media_ms
     try:
-        while (due := await prefetch.next_end()) is not None:
-            # Planned ahead (frame decoding and encoding happen there, not after the wait); a
-            # server commit heard during the wait moves the grid, so the label is redone.
-            # An append is released when its audio would have been captured (its media end),
-            # as a live source's is: the server never hears a sample before it was "spoken".
-            if clock.realtime:
-                await _sleep_until(clock, due, sleep)
-            append = await prefetch.take()
-            if clock.realtime and append.media_end_ms > due:
-                await _sleep_until(clock, append.media_end_ms, sleep)
-            ids.append(await send_append(target, append, clock, timeline, on_sent))
-            end_ms = append.media_end_ms
+        ids, end_ms = await _send_planned(
+            prefetch, target, clock, timeline, on_sent, sleep, start.media_ms
+        )
         if describes and timeline is not None:
             timeline.soundtrack_policy = framer.report.soundtrack_record()
         end = framer.position
         if commit and ids:
             if clock.realtime:
                 await _sleep_until(clock, end_ms, sleep)
-            sent_at = commit_sent_at = clock.now()
+            commit_sent_at = clock.now()
             commit_id = await target.commit(final=True, create_response=response_create)
             if timeline is not None:
-                timeline.add_commit(
-                    commit_id, clock.timing(end_ms, sent_at), response_create=response_create
-                )
+                timing = clock.timing(end_ms, commit_sent_at)
+                timeline.add_commit(commit_id, timing, response_create=response_create)
             end = end.after_commit()
     except BaseException:
         if timeline is not None and timeline.path is not None:
@@ -340,11 +325,52 @@ async def stream(
             if isinstance(target, _Unlistenable):
                 target.remove_listener(follower)
     if timeline is not None and timeline.path is not None:
-        if inline:
-            timeline.write()
-        else:  # an fsync'd write must not hold up the other sessions on this loop
-            await asyncio.to_thread(timeline.write, text=timeline.render())
+        await _write_timeline(timeline, inline=inline)
     return StreamResult(end, clock, framer.report, tuple(ids), commit_id, end_ms, commit_sent_at)
+
+
+def _stream_clock(
+    clock: MediaClock | None, realtime: bool | None, now: Callable[[], float]
+) -> MediaClock:
+    """The given clock (checked against `realtime`), or a new one paced as asked."""
+    if clock is None:
+        return MediaClock("asap" if realtime is False else "realtime", now=now)
+    if realtime is not None and realtime != clock.realtime:
+        raise ValueError(f"realtime={realtime} contradicts the clock's pacing {clock.pacing!r}")
+    return clock
+
+
+async def _send_planned(
+    prefetch: PlanPrefetcher,
+    target: StreamTarget,
+    clock: MediaClock,
+    timeline: InputTimeline | None,
+    on_sent: Callable[[PlannedAppend], None] | None,
+    sleep: Callable[[float], Awaitable[None]],
+    end_ms: int,
+) -> tuple[list[str], int]:
+    """Send every planned append at its release time; the event ids and the last media end."""
+    ids: list[str] = []
+    while (due := await prefetch.next_end()) is not None:
+        # Planned ahead (frame decoding and encoding happen there, not after the wait); a
+        # server commit heard during the wait moves the grid, so the label is redone.
+        # An append is released when its audio would have been captured (its media end),
+        # as a live source's is: the server never hears a sample before it was "spoken".
+        if clock.realtime:
+            await _sleep_until(clock, due, sleep)
+        append = await prefetch.take()
+        if clock.realtime and append.media_end_ms > due:
+            await _sleep_until(clock, append.media_end_ms, sleep)
+        ids.append(await send_append(target, append, clock, timeline, on_sent))
+        end_ms = append.media_end_ms
+    return ids, end_ms
+
+
+async def _write_timeline(timeline: InputTimeline, *, inline: bool) -> None:
+    if inline:
+        timeline.write()
+    else:  # an fsync'd write must not hold up the other sessions on this loop
+        await asyncio.to_thread(timeline.write, text=timeline.render())
 
 
 def _prepare_timeline(
