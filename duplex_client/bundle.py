@@ -25,6 +25,7 @@ from duplex_client.client.config import redact
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.transport import redact_url
+from duplex_client.files import write_text_atomic
 from duplex_client.framing.clock import MediaClock
 from duplex_client.listening_report import CONVERSATION_FILE, HEARD_FILE, SENT_FILE
 from duplex_client.payloads import INPUT_PCM_FILE, SENT_FRAMES_DIR
@@ -51,10 +52,8 @@ BUNDLE_FILES = (
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON (2-space indent, UTF-8) through a temporary file and a rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write JSON (2-space indent, UTF-8) whole or not at all (`files.write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
 def elide_payloads(raw: dict[str, Any]) -> dict[str, Any]:

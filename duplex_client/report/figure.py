@@ -9,13 +9,12 @@ fast as a short one. `save_png` writes any figure as a PNG, atomically. matplotl
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.files import atomic_file
 from duplex_client.report.bundle_reader import Envelope, RunBundleData
 from duplex_client.report.run_view import RunView
 from duplex_client.report.track_columns import lanes
@@ -358,16 +357,6 @@ def save_png(fig: Figure, path: str | os.PathLike[str], *, dpi: int = DEFAULT_DP
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=dpi)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_file(target) as fh:
+        fig.savefig(fh, format="png", dpi=dpi)
     return target
