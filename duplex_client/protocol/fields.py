@@ -13,7 +13,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from functools import partial
 from typing import Annotated, Any, Final
 
@@ -155,43 +155,46 @@ def compile_specs(cls: type) -> tuple[Spec, ...]:
     skip: frozenset[str] = getattr(cls, "SKIP", frozenset())
     wire = [f for f in fields(cls) if f.init and f.name not in skip]
     hints = _hints(cls, {f.name for f in wire})
-    out: list[Spec] = []
-    for f in wire:
-        hint, rule = hints[f.name], Rule()
-        if typing.get_origin(hint) is Annotated:
-            hint, *meta = typing.get_args(hint)
-            rule = next((m for m in meta if isinstance(m, Rule)), rule)
-        nullable = False
-        if typing.get_origin(hint) in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(hint) if a is not type(None)]
-            nullable = len(args) < len(typing.get_args(hint))
-            hint = args[0] if len(args) == 1 else Any
-        kind, record = _kind(hint)
-        item = ANY
-        if kind == LIST:
-            args = [a for a in typing.get_args(hint) if a is not Ellipsis]
-            item, record = _kind(args[0]) if args else (ANY, None)
-        default: Any = ABSENT
-        if f.default is not MISSING:
-            default = f.default
-        elif f.default_factory is not MISSING:
-            default = f.default_factory()
-        key = rule.key or f.name
-        out.append(
-            Spec(
-                name=f.name,
-                key=key,
-                keys=(key, *rule.aliases),
-                kind=kind,
-                item=item,
-                record=record,
-                as_tuple=(typing.get_origin(hint) or hint) is tuple,
-                nullable=nullable,
-                default=default,
-                rule=rule,
-            )
-        )
-    return tuple(out)
+    return tuple(_spec(f, hints[f.name]) for f in wire)
+
+
+def _spec(f: Field[Any], annotation: Any) -> Spec:
+    """One field's spec from its annotation (`Annotated` rule, optional, list item)."""
+    hint, rule = annotation, Rule()
+    if typing.get_origin(hint) is Annotated:
+        hint, *meta = typing.get_args(hint)
+        rule = next((m for m in meta if isinstance(m, Rule)), rule)
+    nullable = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(hint))
+        hint = args[0] if len(args) == 1 else Any
+    kind, record = _kind(hint)
+    item = ANY
+    if kind == LIST:
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+        item, record = _kind(args[0]) if args else (ANY, None)
+    key = rule.key or f.name
+    return Spec(
+        name=f.name,
+        key=key,
+        keys=(key, *rule.aliases),
+        kind=kind,
+        item=item,
+        record=record,
+        as_tuple=(typing.get_origin(hint) or hint) is tuple,
+        nullable=nullable,
+        default=_default(f),
+        rule=rule,
+    )
+
+
+def _default(f: Field[Any]) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return ABSENT
 
 
 def fits(kind: int, value: Any) -> bool:
