@@ -121,7 +121,7 @@ class ReferenceServer:
             candidates = [*self.registry.closed.values(), *self.registry.sessions.values()]
             if not candidates:
                 raise KeyError("no session yet")
-            return max(candidates, key=lambda s: s.opened_at)
+            return max(candidates, key=lambda s: s.life.opened_at)
         found = self.registry.get(session_id)
         if found is None:
             raise KeyError(session_id)
@@ -129,7 +129,7 @@ class ReferenceServer:
 
     def appends(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """The appends a session accepted, as `input_timeline.json`-shaped rows (§10)."""
-        return list(self.session(session_id).appends)
+        return list(self.session(session_id).ledger.appends)
 
     def history(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """The conversation history as the model keeps it (acks bound assistant audio)."""

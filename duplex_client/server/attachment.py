@@ -167,7 +167,6 @@ class Runner:
             and self._sent_total >= every * (self._drops + 1)
         ):
             self._drops += 1
-            self.session.drop_fault_used = True
             log.info(
                 "session %s: fault: dropping the socket (%d/%d)",
                 self.session.session_id,

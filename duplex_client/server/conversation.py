@@ -34,11 +34,25 @@ _MAX_BURST = 4
 class Host(Protocol):
     """What the conversation needs from its session."""
 
-    session_id: str
-    epoch: int
-    settings: SessionSettings
-    engine: Engine
-    emitter: Emitter
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+
+    @property
+    def epoch(self) -> int:
+        """The interruption epoch."""
+
+    @property
+    def settings(self) -> SessionSettings:
+        """The current session settings."""
+
+    @property
+    def engine(self) -> Engine:
+        """The model engine."""
+
+    @property
+    def emitter(self) -> Emitter:
+        """Where server events go."""
 
     def response_finished(self, now: float) -> None:
         """Called after a response's `response.done`."""
@@ -124,6 +138,26 @@ class Conversation:
         """Append an item to history order."""
         self.items[item["id"]] = item
         self.order.append(item["id"])
+
+    def has_item(self, item_id: str) -> bool:
+        """Whether the history holds this item."""
+        return item_id in self.items
+
+    def item(self, item_id: str) -> dict[str, Any]:
+        """One history item (KeyError if unknown)."""
+        return self.items[item_id]
+
+    def delete_item(self, item_id: str) -> None:
+        """Remove an item from history."""
+        del self.items[item_id]
+        self.order.remove(item_id)
+
+    def truncate_item(self, item_id: str, audio_end_ms: int) -> None:
+        """Cut an assistant item's committed audio at `audio_end_ms` (as a truncating ack)."""
+        state = self.responses.get(item_id[5:])
+        if state is not None:
+            state.committed_ms = min(audio_end_ms, state.audio_ms)
+            state.truncated = True
 
     # --- responses ---
 

@@ -7,7 +7,7 @@ handler checks only what needs the session, and answers with typed server events
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol.errors import ErrorCode
@@ -18,44 +18,34 @@ from duplex_client.protocol.server_events import (
     ConversationItemTruncated,
     InputAudioBufferCleared,
     SessionHeartbeatAck,
-    SessionUpdated,
 )
 from duplex_client.server import ids, intake, playback, turns
 from duplex_client.server.errors import Reject, event_ref
+from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
 
-if TYPE_CHECKING:
-    from duplex_client.server.session import DuplexSession
-
 #: A handler takes its own event class (the table below pairs them).
-Handler = Callable[["DuplexSession", Any, float], None]
+Handler = Callable[[SessionPort, Any, float], None]
 
 
 # --- session lifecycle ---
 
 
-def on_update(s: DuplexSession, event: ce.SessionUpdate, now: float) -> None:
+def on_update(s: SessionPort, event: ce.SessionUpdate, now: float) -> None:
     """`session.update` after the handshake: `session.updated` or a request-local error."""
-    old = s.settings
+    started = s.inputs.audio_started
     new = apply_update(
-        event.session, old, profile=s.profile, handshake=False, audio_started=s.audio_started
+        event.session, s.settings, profile=s.profile, handshake=False, audio_started=started
     )
-    s.settings = new
-    if (new.input_format, new.input_rate) != (old.input_format, old.input_rate):
-        units_so_far = s.assembler.next_unit_index
-        s.assembler = s._new_assembler()
-        s.assembler.next_unit_index = units_so_far
-    if s.vad_turns is not None:
-        s.vad_turns.configure(new)
-    s.emitter.emit(SessionUpdated(session=s.session_object()), now)
+    s.update_settings(new, now)
 
 
-def on_heartbeat(s: DuplexSession, event: ce.SessionHeartbeat, now: float) -> None:
+def on_heartbeat(s: SessionPort, event: ce.SessionHeartbeat, now: float) -> None:
     """`session.heartbeat` → `session.heartbeat_ack` (never journaled)."""
-    s.emitter.emit(SessionHeartbeatAck(session_id=s.session_id), now)
+    s.emit(SessionHeartbeatAck(session_id=s.session_id), now)
 
 
-def on_event_ack(s: DuplexSession, event: ce.SessionEventAck, now: float) -> None:
+def on_event_ack(s: SessionPort, event: ce.SessionEventAck, now: float) -> None:
     """`session.event_ack`: acknowledged events leave the journal."""
     journal = s.journal
     if journal is not None and not journal.ack(event.server_event_seq):
@@ -66,13 +56,13 @@ def on_event_ack(s: DuplexSession, event: ce.SessionEventAck, now: float) -> Non
         )
 
 
-def on_close(s: DuplexSession, event: ce.SessionClose, now: float) -> None:
+def on_close(s: SessionPort, event: ce.SessionClose, now: float) -> None:
     """`session.close`: cancel any response, `session.closed` last, then close 1000."""
     s.conversation.cancel("session_closed", now)
     s.finish("client_close", now)
 
 
-def on_resume(s: DuplexSession, event: ce.SessionResume, now: float) -> None:
+def on_resume(s: SessionPort, event: ce.SessionResume, now: float) -> None:
     """`session.resume` on an attached socket is request-local unsupported."""
     raise Reject(
         ErrorCode.UNSUPPORTED_SESSION_RESUME,
@@ -84,61 +74,61 @@ def on_resume(s: DuplexSession, event: ce.SessionResume, now: float) -> None:
 # --- input ---
 
 
-def on_clear(s: DuplexSession, event: ce.InputAudioBufferClear, now: float) -> None:
+def on_clear(s: SessionPort, event: ce.InputAudioBufferClear, now: float) -> None:
     """`input_audio_buffer.clear`: drop buffered audio and queued frames, release their charge."""
-    intake.clear(s)
-    s.emitter.emit(InputAudioBufferCleared(client_event_id=event_ref(event)), now)
+    s.inputs.clear()
+    s.emit(InputAudioBufferCleared(client_event_id=event_ref(event)), now)
 
 
-def on_input_cancel(s: DuplexSession, event: ce.InputCancel, now: float) -> None:
+def on_input_cancel(s: SessionPort, event: ce.InputCancel, now: float) -> None:
     """`input.cancel`: as clear, plus an epoch advance."""
-    intake.clear(s)
-    s.epoch += 1
-    s.emitter.emit(InputAudioBufferCleared(client_event_id=event_ref(event), epoch=s.epoch), now)
+    s.inputs.clear()
+    epoch = s.advance_epoch()
+    s.emit(InputAudioBufferCleared(client_event_id=event_ref(event), epoch=epoch), now)
 
 
 # --- responses ---
 
 
-def on_response_cancel(s: DuplexSession, event: ce.ResponseCancel, now: float) -> None:
+def on_response_cancel(s: SessionPort, event: ce.ResponseCancel, now: float) -> None:
     """`response.cancel {response_id?}`: a cancelled `response.done`, or `response_not_active`."""
     rid = event.response_id
     active = s.conversation.active
     if active is None or (rid is not None and rid != active.response_id):
         raise Reject(ErrorCode.RESPONSE_NOT_ACTIVE, "no such active response", "response_id")
-    s.epoch += 1
+    s.advance_epoch()
     s.conversation.cancel("client_cancelled", now)
 
 
-def on_output_clear(s: DuplexSession, event: ce.OutputAudioBufferClear, now: float) -> None:
+def on_output_clear(s: SessionPort, event: ce.OutputAudioBufferClear, now: float) -> None:
     """`output_audio_buffer.clear {response_id?}`: no more audio for that response."""
     rid = event.response_id
     active = s.conversation.active
     if active is not None and rid in (None, active.response_id):
         s.interrupt("client_cancelled", now)
         return
-    s.emitter.emit(OutputAudioBufferCleared(response_id=rid), now)
+    s.emit(OutputAudioBufferCleared(response_id=rid), now)
 
 
-def on_playback_ack(s: DuplexSession, event: ce.PlaybackAck, now: float) -> None:
+def on_playback_ack(s: SessionPort, event: ce.PlaybackAck, now: float) -> None:
     """`playback.ack` → `playback.acknowledged`."""
-    s.emitter.emit(playback.ack(s.conversation, event), now)
+    s.emit(playback.ack(s.conversation, event), now)
 
 
-def on_barge_in(s: DuplexSession, event: ce.ClientEvent, now: float) -> None:
+def on_barge_in(s: SessionPort, event: ce.ClientEvent, now: float) -> None:
     """`barge_in`: interrupt the active response."""
     if s.conversation.active is None:
         raise Reject(ErrorCode.RESPONSE_NOT_ACTIVE, "nothing to interrupt", None)
     s.interrupt("barge_in", now)
 
 
-def on_turn_signal(s: DuplexSession, event: ce.TurnSignal, now: float) -> None:
+def on_turn_signal(s: SessionPort, event: ce.TurnSignal, now: float) -> None:
     """`turn.signal {signal}`: `barge_in`/`interrupt` interrupt; other signals are accepted."""
     if event.signal in ("barge_in", "interrupt"):
         on_barge_in(s, event, now)
 
 
-def on_text_append(s: DuplexSession, event: ce.InputTextAppend, now: float) -> None:
+def on_text_append(s: SessionPort, event: ce.InputTextAppend, now: float) -> None:
     """`input.text.append` is chat-lane only."""
     raise Reject(ErrorCode.NATIVE_TEXT_APPEND_UNSUPPORTED, "text input needs the chat lane", "text")
 
@@ -146,47 +136,43 @@ def on_text_append(s: DuplexSession, event: ce.InputTextAppend, now: float) -> N
 # --- conversation items ---
 
 
-def _known_item(s: DuplexSession, item_id: str) -> str:
-    if item_id not in s.conversation.items:
+def _known_item(s: SessionPort, item_id: str) -> str:
+    if not s.conversation.has_item(item_id):
         raise Reject(ErrorCode.ITEM_NOT_FOUND, f"no item {item_id}", "item_id")
     return item_id
 
 
-def on_item_create(s: DuplexSession, event: ce.ConversationItemCreate, now: float) -> None:
+def on_item_create(s: SessionPort, event: ce.ConversationItemCreate, now: float) -> None:
     """`conversation.item.create`: add the client's item to history (echoed as sent)."""
     item = {"object": "realtime.item", "status": "completed", **event.item}
-    if not isinstance(item.get("id"), str) or item["id"] in s.conversation.items:
+    if not isinstance(item.get("id"), str) or s.conversation.has_item(item["id"]):
         item["id"] = ids.item_id()
     s.conversation.emit_item_added(item, s.conversation.last_item_id(), now)
     s.conversation.add_item(item)
 
 
-def on_item_retrieve(s: DuplexSession, event: ce.ConversationItemRetrieve, now: float) -> None:
+def on_item_retrieve(s: SessionPort, event: ce.ConversationItemRetrieve, now: float) -> None:
     """`conversation.item.retrieve` → `conversation.item.retrieved`."""
     item_id = _known_item(s, event.item_id)
-    s.emitter.emit(ConversationItemRetrieved(item=s.conversation.items[item_id]), now)
+    s.emit(ConversationItemRetrieved(item=s.conversation.item(item_id)), now)
 
 
-def on_item_delete(s: DuplexSession, event: ce.ConversationItemDelete, now: float) -> None:
+def on_item_delete(s: SessionPort, event: ce.ConversationItemDelete, now: float) -> None:
     """`conversation.item.delete` → `conversation.item.deleted`."""
     item_id = _known_item(s, event.item_id)
-    del s.conversation.items[item_id]
-    s.conversation.order.remove(item_id)
-    s.emitter.emit(ConversationItemDeleted(item_id=item_id), now)
+    s.conversation.delete_item(item_id)
+    s.emit(ConversationItemDeleted(item_id=item_id), now)
 
 
-def on_item_truncate(s: DuplexSession, event: ce.ConversationItemTruncate, now: float) -> None:
+def on_item_truncate(s: SessionPort, event: ce.ConversationItemTruncate, now: float) -> None:
     """`conversation.item.truncate`: cut an assistant item's audio (as a truncating ack would)."""
     item_id = _known_item(s, event.item_id)
     end = event.audio_end_ms
-    state = s.conversation.responses.get(item_id[5:])
-    if state is not None:
-        state.committed_ms = min(end, state.audio_ms)
-        state.truncated = True
+    s.conversation.truncate_item(item_id, end)
     truncated = ConversationItemTruncated(
         item_id=item_id, content_index=event.content_index, audio_end_ms=end
     )
-    s.emitter.emit(truncated, now)
+    s.emit(truncated, now)
 
 
 #: Handlers by wire type (aliases decode to the class of their type).

@@ -53,27 +53,3 @@ class Limits:
                 check_int(f.name, value, 1, _MAX_BYTES, "bytes")
             else:
                 check_int(f.name, value, 1, _HIGHEST.get(f.name, _MAX_COUNT))
-
-
-class InputBudget:
-    """The pending-input byte charge of one session (buffered PCM plus queued frame base64)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.charged = 0
-
-    def fits(self, extra: int) -> bool:
-        """Whether `extra` more bytes stay within the limit."""
-        return self.charged + extra <= self.limit
-
-    def charge(self, amount: int) -> None:
-        """Add `amount` bytes to the charge."""
-        self.charged += amount
-
-    def release(self, amount: int) -> None:
-        """Remove `amount` bytes from the charge (never below zero)."""
-        self.charged = max(0, self.charged - amount)
-
-    def reset(self) -> None:
-        """Drop the whole charge."""
-        self.charged = 0

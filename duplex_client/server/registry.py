@@ -116,8 +116,8 @@ class Registry:
                 "session_id",
             )
             return ResumeResult(None, self.handshake_error(rej, cid))
-        if not _same(token, session.resume_token):
-            if _same(token, session.previous_token):
+        if not _same(token, session.life.resume_token):
+            if _same(token, session.life.previous_token):
                 rej = Reject(
                     ErrorCode.SESSION_RESUME_CONFLICT,
                     "another resume already used this token",
@@ -126,12 +126,12 @@ class Registry:
             else:
                 rej = Reject(ErrorCode.INVALID_RESUME_TOKEN, "wrong resume token", "resume_token")
             return ResumeResult(None, self.handshake_error(rej, cid))
-        old_generation = session.attachment_generation
+        old_generation = session.life.generation
         outputs = session.resume(seq, now)
         log.info(
             "session %s resumed (attachment %d, from seq %d)",
             sid,
-            session.attachment_generation,
+            session.life.generation,
             seq,
         )
         return ResumeResult(session, outputs, old_generation)
@@ -145,7 +145,7 @@ class Registry:
         self.closed[session.session_id] = session
         while len(self.closed) > _KEEP_CLOSED:
             self.closed.popitem(last=False)
-        log.info("session %s ended (%s)", session.session_id, session.close_reason)
+        log.info("session %s ended (%s)", session.session_id, session.life.close_reason)
 
 
 def _same(given: str, expected: str | None) -> bool:

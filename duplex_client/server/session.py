@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Final
 
-from duplex_client.framing.units import UnitGrid
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.client_events import decode_client_event
 from duplex_client.protocol.errors import ErrorCode
@@ -16,6 +14,7 @@ from duplex_client.protocol.fields import SchemaError
 from duplex_client.protocol.objects import ContentPart, Item, ResumeInput
 from duplex_client.protocol.response_events import OutputAudioBufferCleared
 from duplex_client.protocol.server_events import (
+    ServerEvent,
     SessionClosed,
     SessionCreated,
     SessionExpired,
@@ -24,20 +23,22 @@ from duplex_client.protocol.server_events import (
     SessionResyncRequired,
     SessionUpdated,
 )
-from duplex_client.server import ids, playback, turns
-from duplex_client.server.assembler import Unit, UnitAssembler
-from duplex_client.server.conversation import Conversation, Turn
+from duplex_client.server import execution, ids, playback
+from duplex_client.server.conversation import Conversation
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
 from duplex_client.server.faults import Faults
 from duplex_client.server.handlers import HANDLERS
-from duplex_client.server.intake import Work
+from duplex_client.server.input_buffer import InputBuffer
 from duplex_client.server.journal import Journal
-from duplex_client.server.limits import InputBudget, Limits
+from duplex_client.server.ledger import InputLedger
+from duplex_client.server.lifecycle import Lifecycle, SessionState
+from duplex_client.server.limits import Limits
+from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
+from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
-from duplex_client.server.vad_turns import VadTurns
 
 log = logging.getLogger("duplex_client.server")
 
@@ -61,109 +62,166 @@ class DuplexSession:
         resumable: bool,
         now: float,
     ) -> None:
-        self.session_id = session_id
-        self.profile = profile
-        self.settings = settings
-        self.engine = engine
-        self.limits = limits
-        self.faults = faults
-        self.caps: Capabilities = profile.capabilities(limits, resumable=resumable)
-        self.resumable = resumable
+        self._session_id = session_id
+        self._profile = profile
+        self._settings = settings
+        self._engine = engine
+        self._limits = limits
+        self._faults = faults
+        self._caps: Capabilities = profile.capabilities(limits, resumable=resumable)
+        self._resumable = resumable
         journal = Journal(limits.journal_bytes, limits.journal_retention_s) if resumable else None
-        self.emitter = Emitter(beta_names=beta_names, journal=journal)
-        self.resume_token: str | None = ids.resume_token() if resumable else None
-        self.previous_token: str | None = None
-        self.attachment_generation = 1
-        self.epoch = 0
-        self.state = "open"
-        self.close_reason: str | None = None
-        self.opened_at = now
-        self.last_activity = now
-        self.detached_at: float | None = None
-        self.budget = InputBudget(limits.max_pending_input_bytes)
-        self.assembler = self._new_assembler()
-        self.conversation = Conversation(self)
-        self.pipeline: deque[Work] = deque()
-        self._pipeline_free_at = now
-        self.manual_queue: list[Unit] = []
-        self.turn_units: list[Unit] = []
-        self.turn_item_id: str | None = None
-        self.pending_turns: list[Turn] = []
-        self.next_turn_id = 1
-        self.commit_count = 0
-        self.response_create_count = 0
-        self.audio_started = False
-        self.seen_ids: OrderedDict[str, None] = OrderedDict()
-        #: The latest accepted appends as §10-shaped rows (tests, debugging); bounded.
-        self.appends: deque[dict[str, Any]] = deque(maxlen=MAX_APPEND_ROWS)
-        self.append_count = 0
-        self.last_input_event_id: str | None = None
-        self.drop_fault_used = False
+        self._emitter = Emitter(beta_names=beta_names, journal=journal)
+        self._epoch = 0
+        #: State, activity clock, resume credentials (the registry reads them here).
+        self.life = Lifecycle(resumable=resumable, now=now)
+        self._inputs = InputBuffer(profile, settings, limits.max_pending_input_bytes)
+        self._ledger = InputLedger(limits.completed_id_cache, MAX_APPEND_ROWS)
+        self._retained = RetainedTurns()
+        self._conversation = Conversation(self)
+        self._pipeline = Pipeline(now, self._job_started)
+        self._decisions = Decisions(engine)
         self.on_closed: Callable[[DuplexSession], None] | None = None
         #: Called with the job of each pending decision; the I/O shell ticks when it is done.
         self.on_pending: Callable[[Future[Any]], None] | None = None
-        #: Server-side VAD (profiles with one, e.g. joyai with the speech engine).
-        self.vad_turns = VadTurns(settings) if profile.has_server_vad else None
 
-    def _new_assembler(self) -> UnitAssembler:
-        grid = UnitGrid(
-            first_unit_ms=self.profile.first_unit_ms,
-            chunk_period_ms=self.profile.chunk_period_ms,
-            sample_rate_hz=self.settings.input_rate,
-        )
-        return UnitAssembler(grid, self.settings.bytes_per_sample)
+    def _job_started(self, job: Future[Any]) -> None:
+        if self.on_pending is not None:
+            self.on_pending(job)
 
-    # --- public surface used by the registry and the envelope ---
+    # --- the parts and read-only configuration (what `SessionPort` exposes) ---
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+        return self._session_id
+
+    @property
+    def profile(self) -> Profile:
+        """The model profile."""
+        return self._profile
+
+    @property
+    def caps(self) -> Capabilities:
+        """The advertised capabilities."""
+        return self._caps
+
+    @property
+    def limits(self) -> Limits:
+        """The server limits."""
+        return self._limits
+
+    @property
+    def faults(self) -> Faults:
+        """The injected faults."""
+        return self._faults
+
+    @property
+    def engine(self) -> Engine:
+        """The model engine."""
+        return self._engine
+
+    @property
+    def settings(self) -> SessionSettings:
+        """The current session settings."""
+        return self._settings
+
+    @property
+    def emitter(self) -> Emitter:
+        """Where server events go (sequenced, journaled, drained by the shell)."""
+        return self._emitter
+
+    @property
+    def epoch(self) -> int:
+        """The interruption epoch."""
+        return self._epoch
+
+    @property
+    def inputs(self) -> InputBuffer:
+        """Accepted input not yet sealed into a turn."""
+        return self._inputs
+
+    @property
+    def ledger(self) -> InputLedger:
+        """Accepted input event ids and append rows."""
+        return self._ledger
+
+    @property
+    def retained(self) -> RetainedTurns:
+        """Committed turns waiting for a response."""
+        return self._retained
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The model's serial input pipeline."""
+        return self._pipeline
+
+    @property
+    def decisions(self) -> Decisions:
+        """The engine's numbered decisions."""
+        return self._decisions
+
+    @property
+    def conversation(self) -> Conversation:
+        """Responses and history."""
+        return self._conversation
+
+    # --- lifecycle, as the registry and the shell see it ---
+
+    @property
+    def state(self) -> SessionState:
+        """Open, detached (awaiting a resume) or closed."""
+        return self.life.state
 
     @property
     def closed(self) -> bool:
         """Whether the session has ended (closed or expired)."""
-        return self.state == "closed"
+        return self.life.state is SessionState.CLOSED
 
     @property
     def journal(self) -> Journal | None:
         """The replay journal (None when not resumable or after an overflow)."""
-        return self.emitter.journal
+        return self._emitter.journal
 
     @property
     def can_resume(self) -> bool:
         """Whether a `session.resume` may attach to this session now."""
-        return self.resumable and self.journal is not None and not self.closed
+        return self._resumable and self.journal is not None and not self.closed
 
     def session_object(self) -> dict[str, Any]:
         """The `session` object of `session.created` / `session.updated`."""
-        return self.settings.session_object(
-            session_id=self.session_id,
-            state=self.state,
-            epoch=self.epoch,
-            capabilities=self.caps.to_dict(),
-            playback=playback.totals(self.conversation),
+        return self._settings.session_object(
+            session_id=self._session_id,
+            state=self.life.state.wire,
+            epoch=self._epoch,
+            capabilities=self._caps.to_dict(),
+            playback=playback.totals(self._conversation),
         ).to_dict()
 
     def open(self, now: float) -> list[Output]:
         """The handshake answer: `session.created` (unsequenced) then `session.updated`."""
-        resumable = self.resume_token is not None
+        token = self.life.resume_token
         created = SessionCreated(
             session=self.session_object(),
-            resume_token=self.resume_token,
-            attachment_generation=self.attachment_generation if resumable else None,
+            resume_token=token,
+            attachment_generation=self.life.generation if token is not None else None,
         )
-        self.emitter.emit(created, now)
-        self.emitter.emit(SessionUpdated(session=self.session_object()), now)
-        text = self.settings.extra_body.get("duplex_initial_user_text")
+        self.emit(created, now)
+        self.emit(SessionUpdated(session=self.session_object()), now)
+        text = self._settings.extra_body.get("duplex_initial_user_text")
         if isinstance(text, str) and text:
             content = [ContentPart(type="input_text", text=text)]
             item = Item(id=ids.item_id(), role="user", status="completed", content=content)
-            self.conversation.add_item(item.to_dict())
-        return self.emitter.drain()
+            self._conversation.add_item(item.to_dict())
+        return self._emitter.drain()
 
     def handle(self, event: dict[str, Any], now: float) -> list[Output]:
         """Process one client event (any JSON object); never raises on its content."""
-        self.last_activity = now
+        self.life.touch(now)
         cid = client_event_id(event)
         etype = event.get("type")
         try:
-            if self.state != "open" and isinstance(etype, str):
+            if self.life.state is not SessionState.OPEN and isinstance(etype, str):
                 raise Reject(ErrorCode.SESSION_CLOSED, "the session is closing", None)
             try:
                 decoded = decode_client_event(event)  # bad type, unknown type, bad fields
@@ -173,174 +231,163 @@ class DuplexSession:
         except Reject as rej:
             self.reject(rej, cid, now)
         except Exception:
-            log.exception("session %s: internal error handling %s", self.session_id, etype)
+            log.exception("session %s: internal error handling %s", self._session_id, etype)
             self.fail(ErrorCode.INTERNAL_ERROR, "internal server error", now, close_code=1011)
         self._advance(now)
-        return self.emitter.drain()
+        return self._emitter.drain()
+
+    def _grace_end(self) -> float | None:
+        return self.life.grace_deadline(self._limits.disconnect_grace_s)
 
     def tick(self, now: float) -> list[Output]:
         """Run due timers: pipeline items, output chunks, journal age, idle TTL, grace."""
-        if self.state == "open":
+        if self.life.state.running:
             if self.journal is not None:
                 self.journal.evict(now)
-            if (
-                self.detached_at is not None
-                and now >= self.detached_at + self.limits.disconnect_grace_s
-            ):
+            grace_end = self._grace_end()
+            if grace_end is not None and now >= grace_end:
                 self._expire("disconnect_grace_expired", now)
-            elif now >= self.last_activity + self.settings.idle_timeout_s:
+            elif now >= self.life.idle_deadline(self._settings.idle_timeout_s):
                 self._expire("idle_ttl_expired", now)
             else:
                 self._advance(now)
-        return self.emitter.drain()
+        return self._emitter.drain()
 
     def next_deadline(self) -> float | None:
         """The earliest time `tick` has something to do."""
-        if self.state != "open":
+        if not self.life.state.running:
             return None
-        times = [self.last_activity + self.settings.idle_timeout_s]
-        if self.pipeline and self.pipeline[0].ready:
-            times.append(self.pipeline[0].ready_at)  # else `on_pending` wakes the shell
-        due = self.conversation.next_due()
-        if due is not None:
-            times.append(due)
-        if self.detached_at is not None:
-            times.append(self.detached_at + self.limits.disconnect_grace_s)
-        if self.journal is not None and (expiry := self.journal.next_expiry()) is not None:
-            times.append(expiry)
+        times = [self.life.idle_deadline(self._settings.idle_timeout_s)]
+        for t in (
+            self._pipeline.next_ready_at(),  # None while pending: `on_pending` wakes the shell
+            self._conversation.next_due(),
+            self._grace_end(),
+            self.journal.next_expiry() if self.journal is not None else None,
+        ):
+            if t is not None:
+                times.append(t)
         return min(times)
 
     def detach(self, now: float) -> list[Output]:
         """The socket dropped without `session.close`: keep running for the grace, or close."""
-        if self.state != "open":
+        if self.life.state is not SessionState.OPEN:
             return []
         if self.can_resume:
-            self.detached_at = now
+            self.life.detach(now)
         else:
-            self.conversation.cancel("disconnect", now)
+            self._conversation.cancel("disconnect", now)
             self.finish("disconnect", now, close_code=None)
-        return self.emitter.drain()
+        return self._emitter.drain()
 
     def resume(self, last_seq: int, now: float) -> list[Output]:
         """Reattach (token already checked): `session.resumed`, then the replay or a resync."""
-        self.previous_token = self.resume_token
-        self.resume_token = ids.resume_token()
-        self.attachment_generation += 1
-        self.detached_at = None
-        self.last_activity = now
+        self.life.reattach(now)
         replay = self.journal.replay_after(last_seq) if self.journal is not None else None
         position = ResumeInput(
-            last_event_id=self.last_input_event_id,
-            audio_end_ms=self.assembler.audio_end_ms,
-            append_count=self.append_count,
+            last_event_id=self._ledger.last_event_id,
+            audio_end_ms=self._inputs.audio_end_ms,
+            append_count=self._ledger.append_count,
         )
         resumed = SessionResumed(
-            session_id=self.session_id,
-            resume_token=self.resume_token,
-            attachment_generation=self.attachment_generation,
+            session_id=self._session_id,
+            resume_token=self.life.resume_token,
+            attachment_generation=self.life.generation,
             session={},
             input=position.to_dict(),
         )
-        self.emitter.emit(resumed, now)
+        self.emit(resumed, now)
         if replay is None:
-            self.emitter.journal = None
-            self.emitter.emit(SessionResyncRequired(reason="journal_gap"), now)
+            self._emitter.journal = None
+            self.emit(SessionResyncRequired(reason="journal_gap"), now)
         else:
             for data in replay:
-                self.emitter.raw(Send("replay", data))
-        return self.emitter.drain()
+                self._emitter.raw(Send("replay", data))
+        return self._emitter.drain()
 
     def replaced_outputs(self, old_generation: int) -> list[Output]:
         """What the superseded socket gets on takeover: `session.replaced`, then a close."""
-        send = self.emitter.build(
-            SessionReplaced(session_id=self.session_id, attachment_generation=old_generation)
+        send = self._emitter.build(
+            SessionReplaced(session_id=self._session_id, attachment_generation=old_generation)
         )
         return [send, CloseSocket(1000, "session_replaced")]
 
+    # --- actions the handlers share (`SessionPort`) ---
+
+    def emit(self, event: ServerEvent, now: float) -> None:
+        """Send a server event."""
+        self._emitter.emit(event, now)
+
+    def advance_epoch(self) -> int:
+        """Start a new interruption epoch; the new value."""
+        self._epoch += 1
+        return self._epoch
+
+    def update_settings(self, settings: SessionSettings, now: float) -> None:
+        """Adopt accepted settings and announce them (`session.updated`)."""
+        old, self._settings = self._settings, settings
+        self._inputs.reformat(old, settings)
+        self.emit(SessionUpdated(session=self.session_object()), now)
+
     def fail(self, code: str, message: str, now: float, *, close_code: int = 1011) -> None:
         """Session-fatal error (scope S): error, `session.closed {reason: error}`, close."""
-        if self.state != "open":
+        if not self.life.state.running:
             return
-        self.emitter.emit(error_event(code, message), now)
-        self.conversation.fail("error", now)
+        self.emit(error_event(code, message), now)
+        self._conversation.fail("error", now)
         self.finish("error", now, close_code=close_code)
 
     def reject(self, rej: Reject, cid: str | None, now: float) -> None:
         """Emit the error for a refused client event; fatal codes end the session."""
+        self.emit(error_event(rej.code, rej.message, param=rej.param, client_event_id=cid), now)
         if is_session_fatal(rej.code):
-            self.emitter.emit(
-                error_event(rej.code, rej.message, param=rej.param, client_event_id=cid), now
-            )
-            self.conversation.fail("error", now)
+            self._conversation.fail("error", now)
             self.finish("error", now, close_code=1011)
-            return
-        self.emitter.emit(
-            error_event(rej.code, rej.message, param=rej.param, client_event_id=cid), now
-        )
 
     def finish(self, reason: str, now: float, *, close_code: int | None = 1000) -> None:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
-        if self.state == "closed":
+        if self.closed:
             return
-        self.emitter.emit(SessionClosed(session_id=self.session_id, reason=reason), now)
+        self.emit(SessionClosed(session_id=self._session_id, reason=reason), now)
         self._end(reason, close_code)
-
-    def _expire(self, reason: str, now: float) -> None:
-        self.conversation.cancel("session_expired", now)
-        self.emitter.emit(SessionExpired(session_id=self.session_id, reason=reason), now)
-        self._end(reason, None if self.detached_at is not None else 1000)
-
-    def _end(self, reason: str, close_code: int | None) -> None:
-        self.state = "closed"
-        self.close_reason = reason
-        self.pipeline.clear()
-        self.budget.reset()
-        if close_code is not None:
-            self.emitter.close(close_code, reason)
-        if self.on_closed is not None:
-            self.on_closed(self)
-
-    # --- pipeline ---
-
-    def enqueue(self, work: Work, processing_ms: int, now: float) -> None:
-        """Queue work behind earlier items; it runs after `processing_ms` of model time."""
-        if work.pending is not None and work.pending.job is not None and self.on_pending:
-            self.on_pending(work.pending.job)
-        start = max(now, self._pipeline_free_at)
-        work.ready_at = start + processing_ms / 1000.0
-        self._pipeline_free_at = work.ready_at
-        self.pipeline.append(work)
-
-    def _advance(self, now: float) -> None:
-        while (
-            self.state == "open"
-            and self.pipeline
-            and self.pipeline[0].ready_at <= now
-            and self.pipeline[0].ready
-        ):
-            work = self.pipeline.popleft()
-            work.settle()
-            turns.execute(self, work, now)
-            self.conversation.pump(now)
-        if self.state == "open":
-            self.conversation.pump(now)
-
-    def response_finished(self, now: float) -> None:
-        """A response ended: start one for turns deferred behind it."""
-        if self.state != "open" or self.conversation.active is not None:
-            return
-        decided = [t.deferred for t in self.pending_turns if t.deferred is not None]
-        if decided:
-            turns, self.pending_turns = self.pending_turns, []
-            self.conversation.start(
-                decision=decided[-1], trigger="deferred_commit", unit=None, turns=turns, now=now
-            )
 
     def interrupt(self, reason: str, now: float) -> None:
         """Stop the active response: `output_audio_buffer.cleared`, then a cancelled done."""
-        active = self.conversation.active
+        active = self._conversation.active
         if active is None:
             return
-        self.epoch += 1
-        self.emitter.emit(OutputAudioBufferCleared(response_id=active.response_id), now)
-        self.conversation.cancel(reason, now)
+        self.advance_epoch()
+        self.emit(OutputAudioBufferCleared(response_id=active.response_id), now)
+        self._conversation.cancel(reason, now)
+
+    def response_finished(self, now: float) -> None:
+        """A response ended: start one for turns deferred behind it."""
+        if not self.life.state.running or self._conversation.active is not None:
+            return
+        decision = self._retained.latest_deferred()
+        if decision is not None:
+            turns = self._retained.take()
+            self._conversation.start(
+                decision=decision, trigger="deferred_commit", unit=None, turns=turns, now=now
+            )
+
+    # --- internals ---
+
+    def _expire(self, reason: str, now: float) -> None:
+        self._conversation.cancel("session_expired", now)
+        self.emit(SessionExpired(session_id=self._session_id, reason=reason), now)
+        self._end(reason, None if self.life.was_detached else 1000)
+
+    def _end(self, reason: str, close_code: int | None) -> None:
+        self.life.end(reason)
+        self._pipeline.clear()
+        if close_code is not None:
+            self._emitter.close(close_code, reason)
+        if self.on_closed is not None:
+            self.on_closed(self)
+
+    def _advance(self, now: float) -> None:
+        while self.life.state.running and (work := self._pipeline.pop_due(now)) is not None:
+            execution.execute(self, work, now)
+            self._conversation.pump(now)
+        if self.life.state.running:
+            self._conversation.pump(now)

@@ -10,19 +10,11 @@ idle camera or a silent microphone never fills the pending-input buffer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.protocol.client_events import InputAudioBufferCommit
-from duplex_client.protocol.server_events import (
-    InputAudioBufferSpeechStarted,
-    InputAudioBufferSpeechStopped,
-)
-from duplex_client.server import ids, intake
-from duplex_client.server.errors import Reject
-
 if TYPE_CHECKING:
-    from duplex_client.server.engine.vad import VadParams, VoiceActivityDetector
-    from duplex_client.server.session import DuplexSession
+    from duplex_client.server.engine.vad import SpeechEvent, VadParams, VoiceActivityDetector
     from duplex_client.server.settings import SessionSettings
 
 
@@ -44,9 +36,9 @@ class VadTurns:
     """A session's server VAD state: the detector and whether the open turn holds speech."""
 
     def __init__(self, settings: SessionSettings) -> None:
-        self.turn_speech = False
+        self._turn_speech = False
         self._key: tuple[Any, ...] | None = None
-        self.detector: VoiceActivityDetector | None = None
+        self._detector: VoiceActivityDetector | None = None
         self.configure(settings)
 
     def configure(self, settings: SessionSettings) -> None:
@@ -58,7 +50,7 @@ class VadTurns:
         if key != self._key:
             self._key = key
             rate, fmt = settings.input_rate, settings.input_format
-            self.detector = VoiceActivityDetector(rate, fmt, params)
+            self._detector = VoiceActivityDetector(rate, fmt, params)
 
     @staticmethod
     def server_vad(settings: SessionSettings) -> bool:
@@ -66,62 +58,32 @@ class VadTurns:
         td = settings.turn_detection
         return isinstance(td, dict) and td.get("type") == "server_vad"
 
-    def after_append(self, s: DuplexSession, pcm: bytes, now: float) -> None:
-        """Run the VAD over an accepted append's audio and act on what it found."""
-        assert self.detector is not None
-        events = self.detector.push(pcm).events if pcm else ()
-        detect = self.server_vad(s.settings)
-        for event in events:
-            if event.kind == "start":
-                self.turn_speech = True
-                if detect:
-                    s.turn_item_id = s.turn_item_id or ids.item_id()
-                    started = InputAudioBufferSpeechStarted(
-                        audio_start_ms=event.at_ms, item_id=s.turn_item_id
-                    )
-                    s.emitter.emit(started, now)
-                    if s.conversation.active is not None:
-                        s.interrupt("turn_detected", now)
-            elif detect and self.turn_speech:
-                stopped = InputAudioBufferSpeechStopped(
-                    audio_end_ms=event.at_ms, item_id=s.turn_item_id
-                )
-                s.emitter.emit(stopped, now)
-                self._server_commit(s, now)
-        if not self.turn_speech and not self.detector.in_speech:
-            trim_idle(s)
+    def push(self, pcm: bytes) -> Sequence[SpeechEvent]:
+        """Run the detector over an accepted append's audio; its starts and stops, in order."""
+        assert self._detector is not None
+        return self._detector.push(pcm).events if pcm else ()
 
-    def _server_commit(self, s: DuplexSession, now: float) -> None:
-        from duplex_client.server.turns import commit
+    def speech_started(self) -> None:
+        """A start was detected: the open turn holds speech."""
+        self._turn_speech = True
 
-        if not intake.has_input(s):
-            self.turn_speech = False
-            return
-        try:
-            commit(s, InputAudioBufferCommit(event_id=""), now)
-        except Reject as rej:
-            s.reject(rej, None, now)
+    @property
+    def turn_speech(self) -> bool:
+        """Whether the open turn holds detected speech."""
+        return self._turn_speech
+
+    @property
+    def idle(self) -> bool:
+        """Whether neither the open turn nor the audio now sounding holds speech."""
+        assert self._detector is not None
+        return not self._turn_speech and not self._detector.in_speech
+
+    def speech_ended(self) -> None:
+        """The speech that stopped left nothing to commit: the open turn holds none."""
+        self._turn_speech = False
 
     def turn_sealed(self) -> None:
         """The open turn was committed or cleared: the next one starts without speech."""
-        self.turn_speech = False
-        if self.detector is not None:
-            self.detector.tracker.end_speech()  # speech still sounding starts a new turn
-
-
-def trim_idle(s: DuplexSession) -> None:
-    """Keep only the open turn's latest audio unit and latest frame-bearing unit."""
-    units = s.turn_units
-    if len(units) <= 1:
-        return
-    last_audio = next((u for u in reversed(units) if u.pcm), None)
-    last_frames = next((u for u in reversed(units) if u.frames is not None), None)
-    keep = {id(u) for u in (last_audio, last_frames) if u is not None}
-    if len(keep) == len(units):
-        return
-    s.turn_units = [u for u in units if id(u) in keep]
-    queued = [u for u in s.manual_queue if id(u) not in keep]
-    if queued:
-        s.manual_queue = [u for u in s.manual_queue if id(u) in keep]
-        for unit in queued:
-            s.budget.release(unit.charge)
+        self._turn_speech = False
+        if self._detector is not None:
+            self._detector.tracker.end_speech()  # speech still sounding starts a new turn

@@ -63,7 +63,7 @@ async def test_pending_audio_limit(make_server: MakeServer) -> None:
     await wire.send({"type": "input_audio_buffer.commit", "event_id": "evt_c"})
     ack = (await wire.until("input_audio_buffer.committed"))[-1]
     assert ack["audio_end_ms"] == 500
-    assert server.session().budget.charged == 0
+    assert server.session().inputs.held_bytes == 0
     await wire.close()
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from duplex_client.protocol import ErrorCode
 from duplex_client.server import Limits, ReferenceServer
+from duplex_client.server.lifecycle import SessionState
 from tests.integration.server.conftest import MakeServer
 from tests.integration.server.wire import Wire, append, seqs, session_update, tone
 
@@ -61,7 +62,7 @@ async def test_resume_replays_missed_events_with_a_rotated_token(server: Referen
     events = await _turn(wire)
     last_seen = events[3]["server_event_seq"]
     _drop(wire)
-    await _wait_for(lambda: server.session().detached_at is not None)
+    await _wait_for(lambda: server.session().state is SessionState.DETACHED)
 
     again = await Wire.connect(server.url)
     await again.send(_resume(created, last_seen))
@@ -86,7 +87,7 @@ async def test_resume_errors_leave_the_session_untouched(server: ReferenceServer
     wire = await Wire.connect(server.url)
     created, _ = await wire.open()
     _drop(wire)
-    await _wait_for(lambda: server.session().detached_at is not None)
+    await _wait_for(lambda: server.session().state is SessionState.DETACHED)
     cases = [
         (
             {"type": "session.resume", "session_id": created["session"]["id"]},
@@ -147,7 +148,7 @@ async def test_resume_after_acked_events_reports_a_gap(server: ReferenceServer) 
     await wire.send({"type": "session.heartbeat"})
     await wire.until("session.heartbeat_ack")
     _drop(wire)
-    await _wait_for(lambda: server.session().detached_at is not None)
+    await _wait_for(lambda: server.session().state is SessionState.DETACHED)
     again = await Wire.connect(server.url)
     await again.send(_resume(created, 2))
     assert (await again.recv())["type"] == "session.resumed"
@@ -169,7 +170,7 @@ async def test_disconnect_grace_expiry(make_server: MakeServer) -> None:
     created, _ = await wire.open()
     _drop(wire)
     await _wait_for(lambda: server.session_ids() == [])
-    assert server.session().close_reason == "disconnect_grace_expired"
+    assert server.session().life.close_reason == "disconnect_grace_expired"
     again = await Wire.connect(server.url)
     await again.send(_resume(created, 1))
     await again.error(ErrorCode.SESSION_RESUME_EXPIRED)
@@ -206,7 +207,7 @@ async def test_journal_retention_gap(make_server: MakeServer) -> None:
     await _turn(wire)
     await _wait_for(lambda: len(server.session().journal or ()) == 0)
     _drop(wire)
-    await _wait_for(lambda: server.session().detached_at is not None)
+    await _wait_for(lambda: server.session().state is SessionState.DETACHED)
     again = await Wire.connect(server.url)
     await again.send(_resume(created, 1))
     assert (await again.recv())["type"] == "session.resumed"
@@ -223,7 +224,7 @@ async def test_non_resumable_server(make_server: MakeServer) -> None:
     assert "server_event_seq" not in updated
     _drop(wire)
     await _wait_for(lambda: server.session_ids() == [])
-    assert server.session().close_reason == "disconnect"
+    assert server.session().life.close_reason == "disconnect"
     again = await Wire.connect(server.url)
     await again.send(_resume(created | {"resume_token": "rt_x"}, 0))
     await again.error(ErrorCode.UNSUPPORTED_SESSION_RESUME)

@@ -178,10 +178,10 @@ async def test_a_silent_camera_never_fills_the_pending_buffer(make_server: MakeS
             await send_pcm(wire, bytes(32000), f"s{second}", frame_every=color_frame("white"))
             await wire.send({"type": "session.heartbeat"})
             await wire.until("session.heartbeat_ack")
-            held = sum(u.charge for u in session.turn_units) + session.budget.charged
+            held = sum(u.charge for u in session.inputs.open_units) + session.inputs.held_bytes
             peak = max(peak, held)
         assert peak < 2 * 32000 + 4 * len(color_frame("white")), peak
-        assert len(session.turn_units) <= 2
+        assert len(session.inputs.open_units) <= 2
         await wire.send({"type": "session.close"})
         await wire.closed()
 

@@ -276,7 +276,7 @@ async def test_clear_drops_buffered_input(server) -> None:
     assert cleared["client_event_id"] == "evt_clr"
     await wire.send({"type": "input_audio_buffer.commit", "event_id": "evt_c"})
     await wire.error(ErrorCode.INPUT_AUDIO_BUFFER_EMPTY)
-    assert server.session().budget.charged == 0
+    assert server.session().inputs.held_bytes == 0
     await wire.close()
 
 

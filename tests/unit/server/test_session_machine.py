@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from duplex_client.protocol import ErrorCode
 from duplex_client.server import Faults, Limits, Script
+from duplex_client.server.lifecycle import SessionState
 from tests.unit.server.helpers import append, closes, events, open_session, tone, types
 
 
@@ -82,6 +83,7 @@ def test_resume_rotates_the_token_and_replays() -> None:
     token = events(handshake)[0]["resume_token"]
     session.handle(append(tone(1000)), 0.0)
     session.detach(1.0)
+    assert session.state is SessionState.DETACHED and session.next_deadline() is not None
     result = registry.resume(
         {
             "type": "session.resume",
@@ -94,7 +96,7 @@ def test_resume_rotates_the_token_and_replays() -> None:
     resumed, *replay = events(result.outputs)
     assert resumed["type"] == "session.resumed" and resumed["resume_token"] != token
     assert [e["server_event_seq"] for e in replay] == [2]
-    assert result.replaced_generation == 1 and session.detached_at is None
+    assert result.replaced_generation == 1 and session.state is SessionState.OPEN
     again = registry.resume(
         {"type": "session.resume", "session_id": session.session_id, "resume_token": token}, 3.0
     )
@@ -219,6 +221,6 @@ def test_append_rows_are_bounded_but_counted(monkeypatch) -> None:
     _, session, _ = open_session()
     for i in range(5):
         session.handle(append(tone(200), f"evt_a{i}"), i * 0.2)
-    assert session.append_count == 5
-    assert [r["index"] for r in session.appends] == [2, 3, 4]  # the latest rows, true indices
-    assert [r["event_id"] for r in session.appends] == ["evt_a2", "evt_a3", "evt_a4"]
+    assert session.ledger.append_count == 5
+    assert [r["index"] for r in session.ledger.appends] == [2, 3, 4]  # latest rows, true indices
+    assert [r["event_id"] for r in session.ledger.appends] == ["evt_a2", "evt_a3", "evt_a4"]

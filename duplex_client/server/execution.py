@@ -1,0 +1,163 @@
+"""Pipeline items whose processing time is over: their acks, items and responses."""
+
+from __future__ import annotations
+
+from duplex_client.protocol.errors import ErrorCode
+from duplex_client.protocol.objects import CommittedInfo, ContentPart, Item
+from duplex_client.protocol.server_events import ConversationItemDone, InputAudioBufferCommitted
+from duplex_client.server import playback
+from duplex_client.server.conversation import Turn
+from duplex_client.server.engine.base import Decision, Fail, Listen, Speak
+from duplex_client.server.errors import Reject
+from duplex_client.server.pipeline import Work
+from duplex_client.server.ports import SessionPort
+
+
+def execute(s: SessionPort, work: Work, now: float) -> None:
+    """Run one pipeline item whose processing time has elapsed."""
+    if work.kind == "unit":
+        _exec_unit(s, work, now)
+    elif work.kind == "commit" and not work.final:
+        _exec_partial_commit(s, work, now)
+    elif work.kind == "commit":
+        _exec_commit(s, work, now)
+    else:
+        _exec_response_create(s, work, now)
+
+
+def _exec_unit(s: SessionPort, work: Work, now: float) -> None:
+    decision, unit = work.decision, work.unit
+    if decision is None or unit is None:
+        return
+    if isinstance(decision, Fail):
+        s.reject(Reject(decision.code, decision.message), None, now)
+    elif isinstance(decision, Listen):
+        if s.engine.unit_listen_events:
+            s.conversation.listen(decision.reason, unit, now)
+    elif s.conversation.active is None:
+        s.conversation.start(decision=decision, trigger="unit", unit=unit, turns=[], now=now)
+
+
+def _user_item(turn: Turn) -> Item:
+    audio = ContentPart(
+        type="input_audio", audio_ms=turn.audio_ms, frames=turn.view().frames, speech=turn.speech
+    )
+    return Item(
+        id=turn.item_id,
+        role="user",
+        status="completed",
+        content=[audio],
+        metadata={"turn_id": turn.turn_id, "unit_indices": [u.unit_index for u in turn.units]},
+    )
+
+
+def _exec_partial_commit(s: SessionPort, work: Work, now: float) -> None:
+    cid = work.event_id
+    info = CommittedInfo(epoch=s.epoch, client_event_id=cid, final=False)
+    ack = InputAudioBufferCommitted(
+        client_event_id=cid,
+        item_id=work.item_id,
+        previous_item_id=s.conversation.last_item_id(),
+        audio_end_ms=work.audio_end_ms,
+        final=False,
+        event=info.to_dict(),
+    )
+    s.emit(ack, now)
+
+
+def _add_turn_item(s: SessionPort, turn: Turn, now: float) -> tuple[Turn | None, str, str | None]:
+    """Put the turn in history, or join it to the retained speech it follows (§3.3).
+
+    Returns (the turn it joined or None, the item id acknowledged, the previous item id).
+    """
+    host = s.retained.join(turn)
+    if host is not None:
+        return host, host.item_id, None
+    conv = s.conversation
+    item = _user_item(turn).to_dict()
+    previous = conv.last_item_id()
+    conv.emit_item_added(item, previous, now)
+    conv.add_item(item)
+    return None, turn.item_id, previous
+
+
+def _ack_commit(
+    s: SessionPort, work: Work, turn: Turn, decision: Decision | None, now: float
+) -> tuple[bool, bool]:
+    """Emit the turn's item and its `committed` ack; (joined a retained turn, deferred)."""
+    host, item_id, previous = _add_turn_item(s, turn, now)
+    no_response = isinstance(decision, Listen)
+    deferred = isinstance(decision, Speak) and s.conversation.active is not None
+    cid = work.event_id
+    inner = CommittedInfo(
+        turn_id=turn.turn_id,
+        epoch=s.epoch,
+        client_event_id=cid,
+        no_response=True if no_response else None,
+        response_create_deferred=True if deferred else None,
+    )
+    ack = InputAudioBufferCommitted(
+        client_event_id=cid,
+        item_id=item_id,
+        previous_item_id=previous,
+        audio_end_ms=work.audio_end_ms,
+        final=True,
+        no_response=no_response,
+        event=inner.to_dict(),
+    )
+    s.emit(ack, now)
+    if host is None:
+        s.emit(ConversationItemDone(item=s.conversation.item(item_id)), now)
+    return host is not None, deferred
+
+
+def _exec_commit(s: SessionPort, work: Work, now: float) -> None:
+    turn, decision = work.turn, work.decision
+    assert turn is not None
+    playback.seal_finished(s.conversation)
+    if isinstance(decision, Fail):
+        s.reject(Reject(decision.code, decision.message), work.event_id, now)
+        return
+    joined, deferred = _ack_commit(s, work, turn, decision, now)
+    if decision is None or deferred:
+        if not joined:
+            s.retained.retain(turn, decision if isinstance(decision, Speak) else None)
+    elif isinstance(decision, Listen):
+        s.conversation.listen(decision.reason, turn.units[-1] if turn.units else None, now)
+    else:
+        turns = s.retained.take() + ([] if joined else [turn])
+        s.conversation.start(decision=decision, trigger="commit", unit=None, turns=turns, now=now)
+
+
+def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
+    cid = work.event_id
+    conv = s.conversation
+    if conv.active is not None:
+        s.reject(
+            Reject(ErrorCode.RESPONSE_ALREADY_ACTIVE, "a response is already active"), cid, now
+        )
+        return
+    turns = s.retained.snapshot()
+    units = list(s.inputs.open_units)
+    if not turns and units:
+        speech = any(u.speech for u in units)
+        turns = [Turn(turn_id=s.inputs.next_turn_id, item_id="", units=units, speech=speech)]
+    if not turns:
+        s.reject(
+            Reject(ErrorCode.RESPONSE_CREATE_WITHOUT_INPUT, "there is no input to answer"), cid, now
+        )
+        return
+    decision = work.decision
+    if isinstance(decision, Fail):
+        s.reject(Reject(decision.code, decision.message), cid, now)
+        return
+    assert decision is not None
+    s.retained.take()
+    conv.start(
+        decision=decision,
+        trigger="response.create",
+        unit=None,
+        turns=turns,
+        now=now,
+        options=work.options,
+    )
