@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+
 def eval_turns(
     output_dir: str | os.PathLike[str],
     rows: Sequence[dict[str, Any]] | None = None,
