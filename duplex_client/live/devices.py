@@ -38,6 +38,17 @@ def load_sounddevice() -> Any:
     return sounddevice
 
 
+def close_stream(stream: Any) -> None:
+    """Stop and close a sounddevice stream, going on past a step that fails (a lost device)."""
+    if stream is None:
+        return
+    for step in (stream.stop, stream.close):
+        try:
+            step()
+        except Exception:  # the device may already be gone: closing must still finish
+            continue
+
+
 @dataclass(frozen=True, slots=True)
 class AudioDevice:
     """One PortAudio device as `duplex-cli devices` lists it."""

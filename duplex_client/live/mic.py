@@ -9,7 +9,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
-from duplex_client.live.devices import DeviceError, load_sounddevice, resolve_audio_device
+from duplex_client.live.devices import (
+    DeviceError,
+    close_stream,
+    load_sounddevice,
+    resolve_audio_device,
+)
 from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
 
 if TYPE_CHECKING:
@@ -170,12 +175,7 @@ class Microphone:
         self._closed = True
         self._ready.set()
         stream, self._stream = self._stream, None
-        if stream is not None:
-            for step in (stream.stop, stream.close):
-                try:
-                    step()
-                except Exception:
-                    continue
+        close_stream(stream)
 
     def info(self) -> dict[str, Any]:
         """`audio_source` facts: a device has no path and no hash."""

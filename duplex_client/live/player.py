@@ -9,7 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from duplex_client.live.devices import DeviceError, load_sounddevice, resolve_audio_device
+from duplex_client.live.devices import (
+    DeviceError,
+    close_stream,
+    load_sounddevice,
+    resolve_audio_device,
+)
 
 _BPS = 2
 
@@ -95,12 +100,7 @@ class Player:
     def close(self) -> None:
         """Stop and close the stream (idempotent); nothing queued plays after this."""
         stream, self._stream = self._stream, None
-        if stream is not None:
-            for step in (stream.stop, stream.close):
-                try:
-                    step()
-                except Exception:
-                    continue
+        close_stream(stream)
 
     # --- feeding (event loop) ---
 
