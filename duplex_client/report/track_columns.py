@@ -144,7 +144,9 @@ class TrackColumns:
 
     def latency(self, moved: Collection[int] = ()) -> Columns:
         """One bar per measured turn, user end → heard start, in lanes when they overlap."""
-        ts = [t for t in self.view.turns if t.user_end_ms is not None and t.heard_start_ms]
+        ts = [
+            t for t in self.view.turns if t.user_end_ms is not None and t.heard_start_ms is not None
+        ]
         starts = [t.user_end_ms or 0.0 for t in ts]
         ends = [t.heard_start_ms or 0.0 for t in ts]
         lane = lanes([(s, e - s) for s, e in zip(starts, ends, strict=True)], most=3)

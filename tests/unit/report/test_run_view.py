@@ -187,3 +187,8 @@ def test_track_columns_mark_the_differences() -> None:
     assert latency["start_ms"] == [1500.0] and latency["end_ms"] == [2100.0]
     assert latency["colour"] != TrackColumns(v).latency()["colour"]
     assert cols.decisions()["marker"] == ["circle"]
+
+
+def test_an_answer_heard_at_the_first_sample_still_gets_its_latency_bar() -> None:
+    v = view([], [turn("r0", 0, 0.0, 0.0)])
+    assert TrackColumns(v).latency()["number"] == [1]
