@@ -37,8 +37,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict duplex_client cli/duplex_cli
 
+# Two workers: most tests wait on real time (loopback sessions, subprocesses), not the CPU.
 unit: $(STAMP)
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -n 2 tests
 
 test: lint typecheck unit
 
