@@ -27,7 +27,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
         raise Reject(ErrorCode.INPUT_BACKPRESSURE, "pending input limit reached; not retained")
     speech = parsed.is_speech
     if speech is None:
-        speech = detect_speech(parsed.pcm, s.settings.input_format)
+        speech = detect_speech(parsed.pcm, s.settings.pcm_format)
     units: list[Unit]
     if parsed.pcm:
         units = inputs.add_audio(parsed.pcm, speech, parsed.frames)
