@@ -60,7 +60,11 @@ def parse_append(
             pcm = _decode_g711(pcm, settings)
     kind = UnitKind.OMNI if pcm and frames else (UnitKind.AUDIO if pcm else UnitKind.VISION)
     if pcm and not frames and caps.video_required:
-        raise Reject(illegal_code, "every unit must carry video_frames here", "video_frames")
+        raise Reject(
+            illegal_code,
+            "this model requires video_frames on every input_audio_buffer.append",
+            "video_frames",
+        )
     if kind is UnitKind.VISION and not caps.allows(UnitKind.VISION):
         raise Reject(illegal_code, "frame-only appends need audio on this server", "audio")
     return ParsedAppend(pcm=pcm, frames=frames, is_speech=event.is_speech, frame_bytes=sizes)
