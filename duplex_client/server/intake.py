@@ -54,9 +54,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
         _run_vad(s, vad, parsed.pcm, now, overlap)
 
 
-def _run_vad(
-    s: SessionPort, vad: VadTurns, pcm: bytes, now: float, overlap: AppendOverlap
-) -> None:
+def _run_vad(s: SessionPort, vad: VadTurns, pcm: bytes, now: float, overlap: AppendOverlap) -> None:
     """Run the VAD over an accepted append's audio and act on what it found."""
     detect = vad.server_vad(s.settings)
     commits = s.profile.implementation_level == CHAT_LANE  # a model-native lane owns its turns

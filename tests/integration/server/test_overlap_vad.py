@@ -19,16 +19,17 @@ def _bare(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k not in _ENVELOPE}
 
 
-def _decision(
-    sid: str, policy: str, action: str, reason: str, **details: Any
-) -> dict[str, Any]:
+def _decision(sid: str, policy: str, action: str, reason: str, **details: Any) -> dict[str, Any]:
     head = {"session_id": sid, "epoch": 0, "policy": policy, "action": action, "reason": reason}
     meta = {"type": "overlap.decision", **head, **details}
     return {"type": "overlap.decision", **head, "metadata": meta}
 
 
 async def _slow(
-    make_server: MakeServer, text: str = "a b c d e f g h i j", interval_ms: int = 400, **config: Any
+    make_server: MakeServer,
+    text: str = "a b c d e f g h i j",
+    interval_ms: int = 400,
+    **config: Any,
 ):
     script = Script.from_dict(
         {
@@ -163,7 +164,11 @@ async def test_overlap_fields_are_echoed_validated_and_updated(server) -> None:
 async def test_minicpmo_server_vad_needs_a_vad(server) -> None:
     wire = await Wire.connect(server.url)  # the scripted engine has none
     await wire.send(
-        {"type": "session.update", "event_id": "evt_open", "session": {"turn_detection": SERVER_VAD}}
+        {
+            "type": "session.update",
+            "event_id": "evt_open",
+            "session": {"turn_detection": SERVER_VAD},
+        }
     )
     err = await wire.error(ErrorCode.SERVER_VAD_UNAVAILABLE)
     assert err["error"]["param"] == "turn_detection"

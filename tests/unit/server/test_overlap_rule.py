@@ -30,7 +30,9 @@ def test_applies_in_the_manual_lane_and_to_barge_in_in_the_auto_lane() -> None:
     assert rule.applies(policy="barge_in_on_speech", auto_responds=True, response_active=True)
     assert not rule.applies(policy="barge_in_on_speech", auto_responds=False, response_active=False)
     no_barge = _policy(barge_in=False)
-    assert not no_barge.applies(policy="barge_in_on_speech", auto_responds=True, response_active=True)
+    assert not no_barge.applies(
+        policy="barge_in_on_speech", auto_responds=True, response_active=True
+    )
 
 
 def test_speech_is_the_declared_flag_else_the_rms_floor() -> None:
@@ -91,7 +93,9 @@ def test_manual_lane_drops_silence_but_follows_a_camera() -> None:
     assert _decide(rule, frames, "listen_only", auto=False)[:2] == ("listen", "vision_follow")
     no_vision = _policy(video_only=False)
     assert _decide(no_vision, frames, "listen_only", auto=False)[0] == "drop"
-    d = rule.decide(OverlapInput(200, rms=0.0), policy="listen_only", tuning=TUNING, auto_responds=False)
+    d = rule.decide(
+        OverlapInput(200, rms=0.0), policy="listen_only", tuning=TUNING, auto_responds=False
+    )
     assert d.details["buffer_audio"] is False
 
 
@@ -152,8 +156,12 @@ def test_a_policy_without_a_fixed_rule_weighs_the_overlap_length(
 def test_the_tuning_moves_the_thresholds() -> None:
     rule = _policy()
     tight = OverlapTuning(short_ack_ms=100, barge_in_ms=300, silence_rms=0.003)
-    first = rule.decide(OverlapInput(200, rms=0.1), policy="auto", tuning=tight, auto_responds=False)
-    second = rule.decide(OverlapInput(200, rms=0.1), policy="auto", tuning=tight, auto_responds=False)
+    first = rule.decide(
+        OverlapInput(200, rms=0.1), policy="auto", tuning=tight, auto_responds=False
+    )
+    second = rule.decide(
+        OverlapInput(200, rms=0.1), policy="auto", tuning=tight, auto_responds=False
+    )
     assert (first.reason, second.reason) == ("accumulating_overlap_speech", "long_overlap_speech")
     unsupported = _policy(barge_in=False)
     for _ in range(2):
