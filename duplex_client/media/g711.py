@@ -8,7 +8,10 @@ in tens of microseconds here, so callers run them inline rather than on a thread
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final, Literal, cast
+
+if TYPE_CHECKING:
+    from av.audio.codeccontext import AudioCodecContext
 
 #: Our encoding names → FFmpeg's codec names.
 CODECS: Final = {"g711_ulaw": "pcm_mulaw", "g711_alaw": "pcm_alaw"}
@@ -18,14 +21,14 @@ class G711Error(ValueError):
     """A G.711 payload the codec could not turn into PCM (or PCM it could not encode)."""
 
 
-def _context(encoding: str, mode: str, sample_rate_hz: int) -> object:
+def _context(encoding: str, mode: Literal["r", "w"], sample_rate_hz: int) -> AudioCodecContext:
     import av
 
     try:
         name = CODECS[encoding]
     except KeyError:
         raise G711Error(f"not a G.711 encoding: {encoding!r}") from None
-    ctx = av.CodecContext.create(name, mode)
+    ctx = cast("AudioCodecContext", av.CodecContext.create(name, mode))
     ctx.sample_rate = sample_rate_hz
     ctx.layout = "mono"
     if mode == "w":
@@ -41,7 +44,7 @@ def decode(data: bytes, encoding: str, sample_rate_hz: int) -> bytes:
 
     ctx = _context(encoding, "r", sample_rate_hz)
     try:
-        frames = ctx.decode(av.Packet(data))  # type: ignore[attr-defined]
+        frames = ctx.decode(av.Packet(data))
     except av.FFmpegError as exc:
         raise G711Error(f"{encoding} payload could not be decoded: {exc}") from None
     pcm = b"".join(bytes(frame.planes[0])[: frame.samples * 2] for frame in frames)
@@ -64,7 +67,7 @@ def encode(pcm: bytes, encoding: str, sample_rate_hz: int) -> bytes:
     frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
     frame.sample_rate = sample_rate_hz
     try:
-        packets = [*ctx.encode(frame), *ctx.encode(None)]  # type: ignore[attr-defined]
+        packets = [*ctx.encode(frame), *ctx.encode(None)]
     except av.FFmpegError as exc:
         raise G711Error(f"PCM could not be encoded as {encoding}: {exc}") from None
     return b"".join(bytes(p) for p in packets)
