@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 
 from duplex_client.protocol import ErrorCode
+from duplex_client.server.engine.tts import speech_pcm16
+from tests.integration.server.conftest import MakeServer
+from tests.integration.server.speech import INSTRUCTION, needs_speech
 from tests.integration.server.wire import Wire, append, session_update, tone
 
 _CODECS = {"g711_ulaw": "pcm_mulaw", "g711_alaw": "pcm_alaw"}
@@ -158,4 +161,25 @@ async def test_a_g711_format_change_after_audio_is_refused(server) -> None:
     await wire.send({**update, "session": {"input_audio_format": "ulaw"}})  # same code: no change
     updated = (await wire.until("session.updated"))[-1]["session"]
     assert (updated["input_audio_format"], updated["sample_rate_hz"]) == ("g711_ulaw", 8000)
+    await wire.close()
+
+
+@needs_speech
+async def test_the_speech_engine_hears_g711_speech(make_server: MakeServer) -> None:
+    server = await make_server(profile="joyai", engine="speech")
+    wire = await Wire.connect(server.url)
+    await wire.send(
+        _open("g711_ulaw", extra_body={"auto_response": False},
+              input_audio_transcription={"model": "pocketsphinx"})
+    )  # fmt: skip
+    await wire.until("session.updated")
+    pcm = speech_pcm16(INSTRUCTION, 8000, lead_ms=400, tail_ms=800)
+    coded = _encode(pcm + bytes(-len(pcm) % 3200), "g711_ulaw", 8000)
+    for i in range(0, len(coded), 1600):
+        await wire.send(append(coded[i : i + 1600], event_id=f"evt_{i}"))
+    commit = {"type": "input_audio_buffer.commit", "event_id": "evt_c", "response_create": True}
+    await wire.send(commit)
+    events = await wire.until("response.done")
+    (heard,) = [e for e in events if e["type"].endswith("input_audio_transcription.completed")]
+    assert "color" in heard["transcript"].split()  # the words came through µ-law at 8 kHz
     await wire.close()
