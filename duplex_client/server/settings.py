@@ -204,8 +204,7 @@ def apply_update(
         changes["modalities"] = tuple(dict.fromkeys(req.modalities))
     _formats(req, base, audio_started, changes)
     _turn_detection(raw, profile, changes)
-    if "input_audio_transcription" in raw:
-        changes["input_audio_transcription"] = req.input_audio_transcription
+    _transcription(raw, req, changes)
     _simple_fields(req, base, audio_started, changes)
     _ref_audio(req, base, profile, handshake, changes)
     if isinstance(raw.get("extra_body"), dict):
@@ -276,6 +275,22 @@ def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) 
             "turn_detection",
         )
     out["turn_detection"] = dict(td)
+
+
+def _transcription(raw: dict[str, Any], req: SessionRequest, out: dict[str, Any]) -> None:
+    """`input_audio_transcription`, or its GA place `audio.input.transcription` (null: off)."""
+    if "input_audio_transcription" in raw:
+        out["input_audio_transcription"] = req.input_audio_transcription
+        return
+    audio = raw.get("audio")
+    a_in = audio.get("input") if isinstance(audio, dict) else None
+    if not isinstance(a_in, dict) or "transcription" not in a_in:
+        return
+    value = a_in["transcription"]
+    if value is not None and not isinstance(value, dict):
+        param = "audio.input.transcription"
+        raise Reject(ErrorCode.BAD_EVENT, f"{param} must be an object or null", param)
+    out["input_audio_transcription"] = value
 
 
 def _simple_fields(

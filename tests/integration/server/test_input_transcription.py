@@ -118,3 +118,15 @@ async def test_model_native_lane_transcribes_what_it_heard_in_the_turn(
     assert events[-1]["item_id"] == committed["item_id"]
     assert events[-1]["transcript"] == heard
     await wire.close()
+
+
+async def test_the_ga_place_of_the_transcription_config(server) -> None:
+    wire = await Wire.connect(server.url)
+    audio = {"input": {"sample_rate_hz": 16000, "transcription": TRANSCRIPTION}}
+    created, _ = await wire.open(audio=audio)
+    assert created["session"]["input_audio_transcription"] == TRANSCRIPTION
+    bad = {"audio": {"input": {"transcription": 3}}}
+    await wire.send({"type": "session.update", "event_id": "evt_bad", "session": bad})
+    err = await wire.error("bad_event")
+    assert err["error"]["param"] == "audio.input.transcription"
+    await wire.close()
