@@ -45,7 +45,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
     )
     vad = inputs.vad
     server_vad = vad is not None and vad.server_vad(s.settings)
-    overlap = AppendOverlap(s, parsed, duration)
+    overlap = AppendOverlap(s, event, parsed, duration)
     if overlap.applies and not server_vad:
         overlap.decide(now, vad_started=None)
     to_model = inputs.accept(units, hold=not s.settings.auto_response)

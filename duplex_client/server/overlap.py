@@ -10,6 +10,11 @@ heard so far. It follows vLLM-Omni's rule:
 - Auto lane: speech barges in (`barge_in_on_speech`, or `server_vad_speech_started` on the
   append where the server VAD heard it start: the response is then cancelled with reason
   `turn_detected`); anything else keeps listening (`auto_response_continuous`).
+- The client's hints come first: `overlap_action` (`barge_in`, `listen` or `drop`, and
+  vLLM-Omni's synonyms) is followed (`client_overlap_action`), `force_barge_in` barges in
+  (`client_force_barge_in`), and in the manual lane `force_listen` listens
+  (`client_force_listen`); a barge-in asked of a profile without one is `listen`
+  (`barge_in_unsupported`).
 - Manual lane: a silent append is dropped (`silence_or_noise`) unless it carries frames a
   video-only unit may hold (`vision_follow`); speech under `listen_only` is listened to
   (`policy_listen_only`); under `barge_in_on_speech` it barges in, or keeps listening while
@@ -32,6 +37,12 @@ from typing import Any
 DROP = "drop"
 LISTEN = "listen"
 BARGE_IN = "barge_in"
+#: A client's `overlap_action` hint, by the action it asks for (vLLM-Omni's spellings).
+CLIENT_ACTIONS = (
+    dict.fromkeys(("barge_in", "interrupt", "cancel"), BARGE_IN)
+    | dict.fromkeys(("listen", "continue", "continue_output", "ack"), LISTEN)
+    | dict.fromkeys(("drop", "ignore", "silence"), DROP)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,16 @@ class OverlapInput:
     #: The server VAD: True if speech started in this append, False while an utterance that
     #: started earlier goes on, None when no VAD runs.
     vad_started: bool | None = None
+    #: The client's hints: `overlap_action`, `force_barge_in`, `force_listen`.
+    client_action: str | None = None
+    force_barge_in: bool = False
+    force_listen: bool = False
+
+    @property
+    def requests_barge_in(self) -> bool:
+        """Whether the client's hints ask for a barge-in."""
+        action = (self.client_action or "").strip().lower()
+        return self.force_barge_in or CLIENT_ACTIONS.get(action) == BARGE_IN
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +99,14 @@ class OverlapPolicy:
         self._video_without_audio = video_without_audio
         self.overlap_speech_ms = 0
 
-    def applies(self, *, policy: str, auto_responds: bool, response_active: bool) -> bool:
+    def applies(
+        self, *, policy: str, auto_responds: bool, response_active: bool, requests_barge_in: bool
+    ) -> bool:
         """Whether an append now overlaps a response the rule must decide about."""
         if not response_active:
             return False
-        return not auto_responds or (self._supports_barge_in and policy == "barge_in_on_speech")
+        asked = policy == "barge_in_on_speech" or requests_barge_in
+        return not auto_responds or (self._supports_barge_in and asked)
 
     def reset(self) -> None:
         """Forget the overlapping speech counted (a barge-in, or no response active)."""
@@ -100,9 +124,52 @@ class OverlapPolicy:
     ) -> OverlapDecision:
         """The decision for one overlapping append (updates the overlapping speech counted)."""
         speech = self.is_speech(inp, tuning)
+        hinted = self._hinted(inp, speech, tuning)
+        if hinted is not None:
+            return hinted
         if auto_responds:
             return self._auto(inp, speech, policy)
+        if inp.force_listen:
+            self.reset()
+            return self._made(
+                LISTEN, "client_force_listen", inp, buffer_audio=speech, defer_runtime_append=True
+            )
         return self._manual(inp, speech, policy, tuning)
+
+    def _hinted(
+        self, inp: OverlapInput, speech: bool, tuning: OverlapTuning
+    ) -> OverlapDecision | None:
+        """What the client's hints decide, before any policy (None: they decide nothing)."""
+        if inp.requests_barge_in and not self._supports_barge_in:
+            if speech:
+                self.overlap_speech_ms += inp.duration_ms
+            return self._made(
+                LISTEN,
+                "barge_in_unsupported",
+                inp,
+                buffer_audio=speech,
+                defer_runtime_append=True,
+            )
+        raw = (inp.client_action or "").strip().lower()
+        action = CLIENT_ACTIONS.get(raw)
+        if action == BARGE_IN:
+            return self._made(
+                BARGE_IN, "client_overlap_action", inp, cancel_reason="barge_in", buffer_audio=True
+            )
+        if action == LISTEN:
+            self.reset()
+            keep = raw == "listen" and speech and inp.duration_ms > tuning.short_ack_ms
+            return self._made(
+                LISTEN, "client_overlap_action", inp, buffer_audio=keep, defer_runtime_append=True
+            )
+        if action == DROP:
+            self.reset()
+            return self._made(DROP, "client_overlap_action", inp, buffer_audio=False)
+        if inp.force_barge_in:
+            return self._made(
+                BARGE_IN, "client_force_barge_in", inp, cancel_reason="barge_in", buffer_audio=True
+            )
+        return None
 
     def _auto(self, inp: OverlapInput, speech: bool, policy: str) -> OverlapDecision:
         if speech:

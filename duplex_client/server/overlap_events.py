@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from duplex_client.protocol.capabilities import UnitKind
+from duplex_client.protocol.client_events import InputAudioBufferAppend
 from duplex_client.protocol.response_events import OverlapDecision as OverlapDecisionEvent
 from duplex_client.protocol.server_events import InputAudioBufferSpeechStarted
 from duplex_client.server.inputs import ParsedAppend
@@ -28,10 +31,18 @@ def auto_responds(s: SessionPort) -> bool:
 class AppendOverlap:
     """Whether an arriving append overlaps an active response, and (once) what that does."""
 
-    def __init__(self, s: SessionPort, parsed: ParsedAppend, duration_ms: int) -> None:
+    def __init__(
+        self, s: SessionPort, event: InputAudioBufferAppend, parsed: ParsedAppend, duration_ms: int
+    ) -> None:
         self._s = s
         self._parsed = parsed
         self._duration_ms = duration_ms
+        self._hints = OverlapInput(
+            duration_ms=duration_ms,
+            client_action=event.overlap_action,
+            force_barge_in=event.force_barge_in is True,
+            force_listen=event.force_listen is True,
+        )
         caps = s.caps
         policy = s.inputs.overlap
         if policy is None:
@@ -45,6 +56,7 @@ class AppendOverlap:
             policy=effective_policy(s),
             auto_responds=auto_responds(s),
             response_active=s.conversation.active is not None,
+            requests_barge_in=self._hints.requests_barge_in,
         )
         if not self.applies:
             policy.reset()
@@ -60,8 +72,8 @@ class AppendOverlap:
             silence_rms=settings.overlap_silence_rms,
         )
         declared = True if vad_started else parsed.is_speech
-        inp = OverlapInput(
-            duration_ms=self._duration_ms,
+        inp = replace(
+            self._hints,
             is_speech=declared,
             rms=_rms(parsed.pcm, settings.pcm_format) if parsed.pcm else None,
             has_frames=parsed.frames is not None,

@@ -219,3 +219,32 @@ async def test_minicpmo_server_vad_hears_the_user_and_barges_in(
     assert events[-1]["response"]["status_details"]["reason"] == "turn_detected"
     assert "input_audio_buffer.committed" not in kinds
     await wire.close()
+
+
+@pytest.mark.parametrize(
+    ("hint", "reason"),
+    [({"overlap_action": "interrupt"}, "client_overlap_action"),
+     ({"force_barge_in": True}, "client_force_barge_in")],
+)  # fmt: skip
+async def test_a_client_hint_barges_in_under_listen_only(
+    make_server: MakeServer, hint: dict[str, Any], reason: str
+) -> None:
+    server = await _slow(make_server)
+    wire = await Wire.connect(server.url)
+    await _answering(wire, overlap_policy="listen_only")
+    await wire.send(append(silence(200), event_id="evt_h", **hint))
+    events = await wire.until("response.done")
+    (decision,) = of_type(events, "overlap.decision")
+    assert (decision["action"], decision["reason"]) == ("barge_in", reason)
+    assert decision["metadata"]["cancel_reason"] == "barge_in"
+    assert events[-1]["response"]["status_details"]["reason"] == "barge_in"
+    await wire.close()
+
+
+async def test_an_ill_typed_hint_is_refused(server) -> None:
+    wire = await Wire.connect(server.url)
+    await wire.open()
+    await wire.send(append(tone(200), event_id="evt_h", force_barge_in="yes"))
+    err = await wire.error(ErrorCode.BAD_EVENT)
+    assert (err["error"]["param"], err["error"]["event_id"]) == ("force_barge_in", "evt_h")
+    await wire.close()

@@ -23,16 +23,23 @@ def _decide(
     return d.action, d.reason, d.cancel_reason
 
 
+def _applies(rule: OverlapPolicy, policy: str, *, auto: bool, active: bool = True,
+             asked: bool = False) -> bool:  # fmt: skip
+    return rule.applies(
+        policy=policy, auto_responds=auto, response_active=active, requests_barge_in=asked
+    )
+
+
 def test_applies_in_the_manual_lane_and_to_barge_in_in_the_auto_lane() -> None:
     rule = _policy()
-    assert rule.applies(policy="listen_only", auto_responds=False, response_active=True)
-    assert not rule.applies(policy="listen_only", auto_responds=True, response_active=True)
-    assert rule.applies(policy="barge_in_on_speech", auto_responds=True, response_active=True)
-    assert not rule.applies(policy="barge_in_on_speech", auto_responds=False, response_active=False)
+    assert _applies(rule, "listen_only", auto=False)
+    assert not _applies(rule, "listen_only", auto=False, active=False)
+    assert not _applies(rule, "listen_only", auto=True)
+    assert _applies(rule, "listen_only", auto=True, asked=True)  # the client asks for one
+    assert _applies(rule, "barge_in_on_speech", auto=True)
     no_barge = _policy(barge_in=False)
-    assert not no_barge.applies(
-        policy="barge_in_on_speech", auto_responds=True, response_active=True
-    )
+    assert not _applies(no_barge, "barge_in_on_speech", auto=True)
+    assert not _applies(no_barge, "listen_only", auto=True, asked=True)
 
 
 def test_speech_is_the_declared_flag_else_the_rms_floor() -> None:
@@ -169,3 +176,53 @@ def test_the_tuning_moves_the_thresholds() -> None:
             OverlapInput(200, rms=0.1), policy="auto", tuning=tight, auto_responds=False
         )
     assert (last.action, last.reason) == ("listen", "barge_in_unsupported")
+
+
+@pytest.mark.parametrize(
+    ("hint", "expected"),
+    [
+        ({"client_action": "interrupt"}, ("barge_in", "client_overlap_action")),
+        ({"client_action": " Barge_In "}, ("barge_in", "client_overlap_action")),
+        ({"client_action": "continue"}, ("listen", "client_overlap_action")),
+        ({"client_action": "ignore"}, ("drop", "client_overlap_action")),
+        ({"force_barge_in": True}, ("barge_in", "client_force_barge_in")),
+        ({"force_listen": True}, ("listen", "client_force_listen")),
+        ({"client_action": "shrug"}, ("listen", "policy_listen_only")),  # unknown: no hint
+    ],
+)
+def test_client_hints_come_before_the_policy(
+    hint: dict[str, object], expected: tuple[str, str]
+) -> None:
+    rule = _policy()
+    inp = OverlapInput(200, rms=0.1, **hint)  # type: ignore[arg-type]
+    assert _decide(rule, inp, "listen_only", auto=False)[:2] == expected
+
+
+def test_a_listen_hint_keeps_long_speech_and_resets_the_count() -> None:
+    rule = _policy()
+    _decide(rule, OverlapInput(400, rms=0.1), "listen_only", auto=False)
+    short = rule.decide(
+        OverlapInput(200, rms=0.1, client_action="listen"),
+        policy="listen_only",
+        tuning=TUNING,
+        auto_responds=False,
+    )
+    assert short.details["buffer_audio"] is False and rule.overlap_speech_ms == 0
+    long = rule.decide(
+        OverlapInput(900, rms=0.1, client_action="listen"),
+        policy="listen_only",
+        tuning=TUNING,
+        auto_responds=False,
+    )
+    assert long.details["buffer_audio"] is True
+
+
+def test_a_barge_in_asked_of_a_profile_without_one_listens() -> None:
+    rule = _policy(barge_in=False)
+    for hint in ({"force_barge_in": True}, {"client_action": "cancel"}):
+        inp = OverlapInput(200, rms=0.1, **hint)  # type: ignore[arg-type]
+        assert _decide(rule, inp, "listen_only", auto=True)[:2] == (
+            "listen",
+            "barge_in_unsupported",
+        )
+    assert rule.overlap_speech_ms == 400
