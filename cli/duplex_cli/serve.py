@@ -126,7 +126,7 @@ def serve_command(
         Opt(
             metavar="CODE",
             rich_help_panel=ADVANCED,
-            help="Code for an illegal unit kind (default bad_event).",
+            help="Code for an illegal unit kind (default bad_event; aura: invalid_input_modality).",
         ),
     ] = None,
     require_ref_audio: Annotated[

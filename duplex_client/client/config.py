@@ -75,6 +75,12 @@ class SessionConfig:
     temperature: float | None = None
     max_response_output_tokens: int | str | None = None
     idle_timeout_s: float | None = None
+    #: Overlap tuning (`overlap_short_ack_ms`, `overlap_barge_in_ms`, `overlap_silence_rms`).
+    overlap_short_ack_ms: int | None = None
+    overlap_barge_in_ms: int | None = None
+    overlap_silence_rms: float | None = None
+    #: Ask the server to transcribe committed user audio (e.g. `{"model": "…"}`).
+    input_audio_transcription: dict[str, Any] | None = None
     extra_body: dict[str, Any] = field(default_factory=lambda: {"auto_response": True})
 
     @property
@@ -124,6 +130,10 @@ class SessionConfig:
             "temperature": self.temperature,
             "max_response_output_tokens": self.max_response_output_tokens,
             "idle_timeout_s": self.idle_timeout_s,
+            "overlap_short_ack_ms": self.overlap_short_ack_ms,
+            "overlap_barge_in_ms": self.overlap_barge_in_ms,
+            "overlap_silence_rms": self.overlap_silence_rms,
+            "input_audio_transcription": self.input_audio_transcription,
         }
         session.update({k: v for k, v in optional.items() if v is not None})
         return session

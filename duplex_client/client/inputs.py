@@ -11,6 +11,8 @@ from duplex_client.protocol.codec import b64encode, encode_image
 
 #: Bytes per sample of the input encodings the client can send.
 BYTES_PER_SAMPLE = {"pcm16": 2, "pcm_s16le": 2, "s16le": 2, "pcm_f32le": 4}
+#: Encodings sent companded: the caller's PCM16 is G.711-encoded (PyAV) as each append is built.
+G711_ENCODINGS = ("g711_ulaw", "g711_alaw")
 
 
 class PcmArray(Protocol):
@@ -77,7 +79,7 @@ def build_append(
     samples = len(data) // width
     total = samples_before + samples
     return ce.InputAudioBufferAppend(
-        audio=b64encode(data) if data else "",
+        audio=b64encode(_wire_audio(data, audio_format, rate)) if data else "",
         duration_ms=round(samples * 1000 / rate),
         audio_end_ms=round(total * 1000 / rate),
         video_frames=frames,
@@ -88,6 +90,15 @@ def build_append(
         media_end_ms=media_end_ms,
         unit_index=unit_index,
     )
+
+
+def _wire_audio(pcm: bytes, audio_format: str, rate: int) -> bytes:
+    """The bytes an append carries: the PCM itself, or its G.711 coding (one byte a sample)."""
+    if audio_format not in G711_ENCODINGS:
+        return pcm
+    from duplex_client.media.g711 import encode
+
+    return encode(pcm, audio_format, rate)
 
 
 class InputCounter:

@@ -115,6 +115,10 @@ class InputAudioBufferAppend(ClientEvent):
     sample_rate_hz: Annotated[
         float | None, Rule(aliases=("sample_rate",), omit=True, code=_FORMAT)
     ] = 16000
+    #: Overlap hints (§4.4): `barge_in`, `listen` or `drop` (and vLLM-Omni's synonyms).
+    overlap_action: Annotated[str | None, Rule(aliases=("overlap",), omit=True)] = None
+    force_barge_in: Annotated[bool | None, OMIT] = None
+    force_listen: Annotated[bool | None, OMIT] = None
 
     def __post_init__(self) -> None:
         if self.audio_start_ms is None and None not in (self.audio_end_ms, self.duration_ms):

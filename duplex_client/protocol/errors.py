@@ -36,6 +36,7 @@ class ErrorCode:
     SERVER_VAD_UNAVAILABLE: Final = "server_vad_unavailable"
     BAD_AUDIO: Final = "bad_audio"
     INVALID_VIDEO_FRAMES: Final = "invalid_video_frames"
+    INVALID_INPUT_MODALITY: Final = "invalid_input_modality"
     INPUT_AUDIO_BUFFER_EMPTY: Final = "input_audio_buffer_empty"
     INPUT_BACKPRESSURE: Final = "input_backpressure"
     NATIVE_TEXT_APPEND_UNSUPPORTED: Final = "native_text_append_unsupported"

@@ -165,6 +165,10 @@ class SessionObject(Record):
     audio: AudioInfo
     turn_detection: dict[str, Any] | None = None
     overlap_policy: str
+    overlap_short_ack_ms: int = 700
+    overlap_barge_in_ms: int = 1200
+    overlap_silence_rms: float = 0.003
+    input_audio_transcription: dict[str, Any] | None = None
     playback_commit_policy: str
     instructions: str | None = None
     voice: str | None = None

@@ -14,11 +14,24 @@ from duplex_client.protocol.codec import CodecError, b64decode
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.schema import Record, Rule
 
-#: Input encodings (aliases → canonical) and their bytes per sample (§2.1).
-INPUT_FORMATS: Final = {"pcm16": "pcm16", "pcm_s16le": "pcm16", "s16le": "pcm16"} | {
-    "pcm_f32le": "pcm_f32le"
+#: Input encodings (aliases → canonical) and their bytes per sample (§2.1). `pcm` is PCM16
+#: (vLLM-Omni's spelling); G.711 µ-law and A-law carry 8 bits a sample.
+INPUT_FORMATS: Final = (
+    {"pcm16": "pcm16", "pcm_s16le": "pcm16", "s16le": "pcm16", "pcm": "pcm16", "audio/pcm": "pcm16"}
+    | {"pcm_f32le": "pcm_f32le", "f32le": "pcm_f32le"}
+    | dict.fromkeys(("g711_ulaw", "g711-ulaw", "ulaw", "mulaw"), "g711_ulaw")
+    | dict.fromkeys(("g711_alaw", "g711-alaw", "alaw"), "g711_alaw")
+)
+#: Format-object `type`s (`{"type": …, "rate": N}`) → canonical encoding.
+FORMAT_OBJECT_TYPES: Final = {"audio/pcm": "pcm16", "pcm16": "pcm16"} | {
+    "audio/pcm_f32le": "pcm_f32le",
+    "audio/g711_ulaw": "g711_ulaw",
+    "audio/g711_alaw": "g711_alaw",
 }
-BYTES_PER_SAMPLE: Final = {"pcm16": 2, "pcm_f32le": 4}
+#: Companded encodings: decoded to PCM16 on arrival; 8000 Hz unless a rate is declared.
+G711_FORMATS: Final = ("g711_ulaw", "g711_alaw")
+G711_DEFAULT_RATE: Final = 8000
+BYTES_PER_SAMPLE: Final = {"pcm16": 2, "pcm_f32le": 4, "g711_ulaw": 1, "g711_alaw": 1}
 INPUT_RATES: Final = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
 OUTPUT_RATES: Final = (16000, 24000, 48000)
 OVERLAP_POLICIES: Final = ("listen_only", "barge_in_on_speech")
@@ -32,14 +45,14 @@ _UNSUPPORTED: Final = ErrorCode.UNSUPPORTED_AUDIO_FORMAT
 def input_format(value: Any) -> tuple[str, int | None]:
     """The canonical encoding (and rate, for the object form) of an accepted input format."""
     if isinstance(value, dict):
-        return "pcm16", value.get("rate")
+        return FORMAT_OBJECT_TYPES[value["type"]], value.get("rate")
     return INPUT_FORMATS[value], None
 
 
 def _input_format(value: Any) -> str | None:
     if isinstance(value, dict):
         kind, rate = value.get("type"), value.get("rate")
-        if kind not in _PCM_OBJECT_TYPES:
+        if kind not in FORMAT_OBJECT_TYPES:
             return f"unsupported format {kind!r}"
         if rate is not None and (rate.__class__ is not int or rate not in INPUT_RATES):
             return f"unsupported sample rate {rate!r}"
@@ -144,6 +157,10 @@ class SessionRequest(Record):
     output_audio_format: Annotated[Any | None, Rule(check=_output_format, code=_UNSUPPORTED)] = None
     turn_detection: Annotated[TurnDetection | None, _TURN_DETECTION] = None
     overlap_policy: Annotated[str | None, Rule(choices=OVERLAP_POLICIES)] = None
+    overlap_short_ack_ms: Annotated[int | None, Rule(ge=0)] = None
+    overlap_barge_in_ms: Annotated[int | None, Rule(ge=0)] = None
+    overlap_silence_rms: Annotated[float | None, Rule(ge=0, le=1)] = None
+    input_audio_transcription: dict[str, Any] | None = None
     playback_commit_policy: Annotated[str | None, Rule(choices=PLAYBACK_POLICIES)] = None
     instructions: str | None = None
     voice: str | None = None

@@ -243,10 +243,15 @@ class PlaybackAcknowledged(ResponseEvent):
 
 @dataclass(kw_only=True, slots=True)
 class OverlapDecision(ServerEvent):
-    """`overlap.decision`: informational overlap handling report (may be ignored)."""
+    """`overlap.decision`: how input that overlapped an active response was handled."""
 
     TYPE: ClassVar[str] = "overlap.decision"
-    decision: str | None = None
+    session_id: str | None = None
+    epoch: int | None = None
+    policy: str | None = None
+    action: str | None = None
+    reason: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -272,6 +272,7 @@ class InputAudioTranscriptionCompleted(ServerEvent):
 
     TYPE: ClassVar[str] = "conversation.item.input_audio_transcription.completed"
     item_id: str | None = None
+    content_index: int = 0
     transcript: str = ""
 
 

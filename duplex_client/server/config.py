@@ -22,7 +22,7 @@ MAX_UNIT_MS = 60_000
 #: Longest gap between paced speech chunks, and longest injected delay (ms).
 MAX_DELAY_MS = 600_000
 #: Codes a server may use for an illegal unit kind (protocol.md §3.2, step 6).
-ILLEGAL_UNIT_CODES = ("bad_event", "invalid_video_frames")
+ILLEGAL_UNIT_CODES = ("bad_event", "invalid_video_frames", "invalid_input_modality")
 
 __all__ = ["ServerConfig", "ServerConfigError", "default_engine", "speech_available"]
 

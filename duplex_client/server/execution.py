@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.objects import CommittedInfo, ContentPart, Item
-from duplex_client.protocol.server_events import ConversationItemDone, InputAudioBufferCommitted
+from duplex_client.protocol.server_events import (
+    ConversationItemDone,
+    InputAudioBufferCommitted,
+    InputAudioTranscriptionCompleted,
+)
 from duplex_client.server import playback
 from duplex_client.server.conversation import Turn
 from duplex_client.server.engine.base import Decision, Fail, Listen, Speak
@@ -106,6 +110,9 @@ def _ack_commit(
         event=inner.to_dict(),
     )
     s.emit(ack, now)
+    transcript = decision.transcript if isinstance(decision, Speak | Listen) else None
+    if transcript is not None and s.settings.input_audio_transcription is not None:
+        s.emit(InputAudioTranscriptionCompleted(item_id=item_id, transcript=transcript), now)
     if host is None:
         s.emit(ConversationItemDone(item=s.conversation.item(item_id)), now)
     return host is not None, deferred

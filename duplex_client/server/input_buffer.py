@@ -6,6 +6,7 @@ from duplex_client.framing.units import UnitGrid
 from duplex_client.server import ids
 from duplex_client.server.assembler import FramePack, Unit, UnitAssembler
 from duplex_client.server.conversation import Turn
+from duplex_client.server.overlap import OverlapPolicy
 from duplex_client.server.profiles import Profile
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.vad_turns import VadTurns
@@ -61,6 +62,8 @@ class InputBuffer:
         self._audio_started = False
         #: Server-side VAD (profiles with one, e.g. joyai with the speech engine).
         self.vad = VadTurns(settings) if profile.has_server_vad else None
+        #: The overlap rule and the overlapping speech it counted (made on first use).
+        self.overlap: OverlapPolicy | None = None
 
     def _new_assembler(self, settings: SessionSettings) -> UnitAssembler:
         grid = UnitGrid(

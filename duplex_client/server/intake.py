@@ -12,8 +12,12 @@ from duplex_client.server import turns
 from duplex_client.server.assembler import Unit, detect_speech
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.inputs import parse_append
+from duplex_client.server.overlap_events import AppendOverlap
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.vad_turns import VadTurns
+
+#: The profiles' chat lane: turns come from commits (and the server VAD's), not the model.
+CHAT_LANE = "chat_fallback"
 
 
 def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
@@ -27,7 +31,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
         raise Reject(ErrorCode.INPUT_BACKPRESSURE, "pending input limit reached; not retained")
     speech = parsed.is_speech
     if speech is None:
-        speech = detect_speech(parsed.pcm, s.settings.input_format)
+        speech = detect_speech(parsed.pcm, s.settings.pcm_format)
     units: list[Unit]
     if parsed.pcm:
         units = inputs.add_audio(parsed.pcm, speech, parsed.frames)
@@ -40,27 +44,20 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
         cid, units, parsed, duration_ms=duration, audio_end_ms=inputs.audio_end_ms
     )
     vad = inputs.vad
-    if speech and parsed.pcm and (vad is None or not vad.server_vad(s.settings)):
-        _maybe_barge_in(s, now)
+    server_vad = vad is not None and vad.server_vad(s.settings)
+    overlap = AppendOverlap(s, event, parsed, duration)
+    if overlap.applies and not server_vad:
+        overlap.decide(now, vad_started=None)
     to_model = inputs.accept(units, hold=not s.settings.auto_response)
     turns.submit_all(s, to_model, now, decide=True)
-    if vad is not None:
-        _run_vad(s, vad, parsed.pcm, now)
+    if vad is not None and (server_vad or s.profile.implementation_level == CHAT_LANE):
+        _run_vad(s, vad, parsed.pcm, now, overlap)
 
 
-def _maybe_barge_in(s: SessionPort, now: float) -> None:
-    """Under `barge_in_on_speech`, user speech interrupts a playing response (§4.4)."""
-    active = s.conversation.active
-    if s.settings.overlap_policy != "barge_in_on_speech" or active is None or not active.audio_ms:
-        return
-    started = InputAudioBufferSpeechStarted(audio_start_ms=s.inputs.audio_end_ms, item_id=None)
-    s.emit(started, now)
-    s.interrupt("barge_in", now)
-
-
-def _run_vad(s: SessionPort, vad: VadTurns, pcm: bytes, now: float) -> None:
+def _run_vad(s: SessionPort, vad: VadTurns, pcm: bytes, now: float, overlap: AppendOverlap) -> None:
     """Run the VAD over an accepted append's audio and act on what it found."""
     detect = vad.server_vad(s.settings)
+    commits = s.profile.implementation_level == CHAT_LANE  # a model-native lane owns its turns
     for event in vad.push(pcm):
         if event.kind == "start":
             vad.speech_started()
@@ -69,15 +66,22 @@ def _run_vad(s: SessionPort, vad: VadTurns, pcm: bytes, now: float) -> None:
                 s.emit(
                     InputAudioBufferSpeechStarted(audio_start_ms=event.at_ms, item_id=item_id), now
                 )
-                if s.conversation.active is not None:
+                if overlap.applies and not overlap.decided:
+                    overlap.decide(now, vad_started=True)
+                elif s.conversation.active is not None and commits:
                     s.interrupt("turn_detected", now)
         elif detect and vad.turn_speech:
             stopped = InputAudioBufferSpeechStopped(
                 audio_end_ms=event.at_ms, item_id=s.inputs.turn_item_id
             )
             s.emit(stopped, now)
-            _server_commit(s, vad, now)
-    if vad.idle:
+            if commits:
+                _server_commit(s, vad, now)
+            else:
+                vad.speech_ended()
+    if detect and overlap.applies and not overlap.decided:
+        overlap.decide(now, vad_started=False)
+    if vad.idle and commits:
         s.inputs.trim_idle()
 
 

@@ -23,6 +23,8 @@ from duplex_client.protocol.objects import (
 )
 from duplex_client.protocol.requests import (
     BYTES_PER_SAMPLE,
+    G711_DEFAULT_RATE,
+    G711_FORMATS,
     INPUT_FORMATS,
     SessionRequest,
     input_format,
@@ -48,6 +50,10 @@ _HANDLED: Final = frozenset(
         "audio",
         "turn_detection",
         "overlap_policy",
+        "overlap_short_ack_ms",
+        "overlap_barge_in_ms",
+        "overlap_silence_rms",
+        "input_audio_transcription",
         "playback_commit_policy",
         "instructions",
         "voice",
@@ -75,6 +81,10 @@ class SessionSettings:
     output_rate: int = 24000
     turn_detection: dict[str, Any] | None = None
     overlap_policy: str = "listen_only"
+    overlap_short_ack_ms: int = 700
+    overlap_barge_in_ms: int = 1200
+    overlap_silence_rms: float = 0.003
+    input_audio_transcription: dict[str, Any] | None = None
     playback_commit_policy: str = "commit_all_on_done"
     instructions: str | None = None
     voice: str | None = None
@@ -86,8 +96,18 @@ class SessionSettings:
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def pcm_format(self) -> str:
+        """The PCM the session's input is held as (G.711 is decoded to PCM16 on arrival)."""
+        return "pcm16" if self.input_format in G711_FORMATS else self.input_format
+
+    @property
     def bytes_per_sample(self) -> int:
-        """Input bytes per sample."""
+        """Bytes per sample of the held PCM (`pcm_format`)."""
+        return BYTES_PER_SAMPLE[self.pcm_format]
+
+    @property
+    def wire_bytes_per_sample(self) -> int:
+        """Bytes per sample of an append's audio as sent (1 for G.711)."""
         return BYTES_PER_SAMPLE[self.input_format]
 
     @property
@@ -121,7 +141,7 @@ class SessionSettings:
             sample_rate_hz=self.input_rate,
             audio=AudioInfo(
                 input=AudioInputInfo(
-                    format=AudioFormat(rate=self.input_rate),
+                    format=AudioFormat(type=_format_type(self.input_format), rate=self.input_rate),
                     sample_rate_hz=self.input_rate,
                     turn_detection=self.turn_detection,
                 ),
@@ -131,6 +151,10 @@ class SessionSettings:
             ),
             turn_detection=self.turn_detection,
             overlap_policy=self.overlap_policy,
+            overlap_short_ack_ms=self.overlap_short_ack_ms,
+            overlap_barge_in_ms=self.overlap_barge_in_ms,
+            overlap_silence_rms=self.overlap_silence_rms,
+            input_audio_transcription=self.input_audio_transcription,
             playback_commit_policy=self.playback_commit_policy,
             instructions=self.instructions,
             voice=self.voice,
@@ -142,6 +166,11 @@ class SessionSettings:
             playback=playback,
             extras=dict(self.extras),
         )
+
+
+def _format_type(input_format: str) -> str:
+    """The `audio.input.format.type` of an input encoding (`audio/pcm` for both PCMs)."""
+    return f"audio/{input_format}" if input_format in G711_FORMATS else "audio/pcm"
 
 
 def initial_settings(profile: Profile, default_idle_timeout_s: float) -> SessionSettings:
@@ -175,6 +204,7 @@ def apply_update(
         changes["modalities"] = tuple(dict.fromkeys(req.modalities))
     _formats(req, base, audio_started, changes)
     _turn_detection(raw, profile, changes)
+    _transcription(raw, req, changes)
     _simple_fields(req, base, audio_started, changes)
     _ref_audio(req, base, profile, handshake, changes)
     if isinstance(raw.get("extra_body"), dict):
@@ -211,6 +241,8 @@ def _formats(
             ErrorCode.UNSUPPORTED_AUDIO_FORMAT, "conflicting input sample rates", rates[-1][1]
         )
     rate = rates[0][0] if rates else base.input_rate
+    if not rates and fmt in G711_FORMATS and fmt != base.input_format:
+        rate = G711_DEFAULT_RATE  # G.711 is an 8 kHz code unless a rate is declared
     out_rate = base.output_rate
     if a_out is not None and a_out.sample_rate_hz is not None:
         out_rate = a_out.sample_rate_hz
@@ -245,11 +277,32 @@ def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) 
     out["turn_detection"] = dict(td)
 
 
+def _transcription(raw: dict[str, Any], req: SessionRequest, out: dict[str, Any]) -> None:
+    """`input_audio_transcription`, or its GA place `audio.input.transcription` (null: off)."""
+    if "input_audio_transcription" in raw:
+        out["input_audio_transcription"] = req.input_audio_transcription
+        return
+    audio = raw.get("audio")
+    a_in = audio.get("input") if isinstance(audio, dict) else None
+    if not isinstance(a_in, dict) or "transcription" not in a_in:
+        return
+    value = a_in["transcription"]
+    if value is not None and not isinstance(value, dict):
+        param = "audio.input.transcription"
+        raise Reject(ErrorCode.BAD_EVENT, f"{param} must be an object or null", param)
+    out["input_audio_transcription"] = value
+
+
 def _simple_fields(
     req: SessionRequest, base: SessionSettings, audio_started: bool, out: dict[str, Any]
 ) -> None:
     if req.overlap_policy is not None:
         out["overlap_policy"] = req.overlap_policy
+    for knob in ("overlap_short_ack_ms", "overlap_barge_in_ms"):
+        if getattr(req, knob) is not None:
+            out[knob] = int(getattr(req, knob))
+    if req.overlap_silence_rms is not None:
+        out["overlap_silence_rms"] = float(req.overlap_silence_rms)
     if req.playback_commit_policy is not None:
         out["playback_commit_policy"] = req.playback_commit_policy
     if req.instructions is not None and req.instructions != base.instructions:

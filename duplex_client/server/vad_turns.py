@@ -46,10 +46,10 @@ class VadTurns:
         from duplex_client.server.engine.vad import VoiceActivityDetector
 
         params = _params(settings)
-        key = (settings.input_rate, settings.input_format, params)
+        key = (settings.input_rate, settings.pcm_format, params)
         if key != self._key:
             self._key = key
-            rate, fmt = settings.input_rate, settings.input_format
+            rate, fmt = settings.input_rate, settings.pcm_format
             self._detector = VoiceActivityDetector(rate, fmt, params)
 
     @staticmethod

@@ -17,6 +17,8 @@ class Speak:
     text: str | None = None
     audio_ms: int | None = None
     delay_ms: int = 0
+    #: What the engine heard the user say in the turn decided (None: it did not transcribe).
+    transcript: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,8 @@ class Listen:
 
     delay_ms: int = 0
     reason: str = "model_listen"
+    #: What the engine heard the user say in the turn decided (None: it did not transcribe).
+    transcript: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

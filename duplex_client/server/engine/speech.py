@@ -50,6 +50,7 @@ Then = Callable[[list[str]], Decision]
 NOTHING_TO_SAY: Final = "I am listening."
 _FORMATS: Final = {2: "pcm16", 4: "pcm_f32le"}
 _MAX_CACHED_ANSWERS = 64
+_MAX_HEARD = 64
 
 
 class SpeechEngine:
@@ -82,6 +83,7 @@ class SpeechEngine:
         self._answers: OrderedDict[int, str] = OrderedDict()
         self._worker = asr_worker
         self._waiting = 0  # Pending decisions not finished yet
+        self._heard: list[str] = []  # duplex lane: words transcribed since the last commit
 
     @property
     def chunk_interval_ms(self) -> int:
@@ -102,12 +104,14 @@ class SpeechEngine:
         segments = self._hear(unit)
         color = self.color
         if segments:
-            return self._after(
-                segments,
-                lambda texts: self._speak(
-                    self.responder.answer(Observation(" ".join(t for t in texts if t), color))
-                ),
-            )
+
+            def then(texts: list[str]) -> Decision:
+                words = " ".join(t for t in texts if t)
+                self._heard.extend([words] if words else [])
+                del self._heard[:-_MAX_HEARD]  # a stream that never commits keeps the latest
+                return self._speak(self.responder.answer(Observation(words, color)))
+
+            return self._after(segments, then)
         if unit.images and not (self._listener is not None and self._listener.in_speech):
             return self._after(
                 [], lambda _: self._speak(self.responder.answer(Observation(None, color)))
@@ -118,7 +122,12 @@ class SpeechEngine:
         """Answer the committed turn, or listen when it holds no speech and no new colour."""
         if self.lane == "turns":
             segments, answer = self._turns_job([turn])
-            return self._after(segments, lambda texts: self._spoken(turn, answer(texts)[0]))
+            return self._after(
+                segments,
+                lambda texts: self._spoken(
+                    turn, answer(texts)[0], " ".join(texts) if segments else None
+                ),
+            )
         for unit in turn.units:
             self._hear(unit)
         segment = self._listener.flush() if self._listener is not None else None
@@ -127,13 +136,23 @@ class SpeechEngine:
             return self._after(
                 [segment],
                 lambda texts: self._spoken(
-                    turn, self.responder.answer(Observation(texts[0], color))
+                    turn,
+                    self.responder.answer(Observation(texts[0], color)),
+                    self._turn_transcript(texts[0]),
                 ),
             )
         if any(u.images for u in turn.units):
             return self._after(
                 [],
-                lambda _: self._spoken(turn, self.responder.answer(Observation(None, color))),
+                lambda _: self._spoken(
+                    turn,
+                    self.responder.answer(Observation(None, color)),
+                    self._turn_transcript(None),
+                ),
+            )
+        if self._heard or self._waiting:  # words heard in this turn, or still being heard
+            return self._after(
+                [], lambda _: Listen(reason="no_speech", transcript=self._turn_transcript(None))
             )
         return Listen(reason="no_speech")
 
@@ -235,12 +254,18 @@ class SpeechEngine:
 
         return Pending(job, finish)
 
-    def _spoken(self, turn: TurnView, text: str | None) -> Decision:
+    def _spoken(self, turn: TurnView, text: str | None, transcript: str | None) -> Decision:
         """Speak `text` as the answer to `turn` (remembered for `compose`), or listen."""
         if text is None:
-            return Listen(reason="no_speech")
+            return Listen(reason="no_speech", transcript=transcript)
         self._remember(turn.turn_id, text)
-        return Speak(text=text)
+        return Speak(text=text, transcript=transcript)
+
+    def _turn_transcript(self, last: str | None) -> str | None:
+        """Duplex lane: the words heard since the last commit, and `last` (None: no speech)."""
+        words = [*self._heard, *([last] if last is not None else [])]
+        self._heard = []
+        return " ".join(w for w in words if w) if words else None
 
     @staticmethod
     def _transcribe(samples: Samples) -> str:

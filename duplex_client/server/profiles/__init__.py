@@ -28,16 +28,19 @@ def get_profile(
 ) -> Profile:
     """The profile called `name`, with the emulation options applied.
 
-    `server_vad=False` (an engine without a VAD) makes joyai answer `server_vad` sessions with
-    `server_vad_unavailable`; push-to-talk still works.
+    `server_vad=False` (an engine without a VAD) makes joyai and minicpmo answer `server_vad`
+    sessions with `server_vad_unavailable`; push-to-talk still works.
     """
     if name == "minicpmo":
-        return minicpmo_profile(
+        profile = minicpmo_profile(
             require_audio=require_audio,
             illegal_unit_code=illegal_unit_code,
             first_unit_ms=first_unit_ms,
             ref_audio_required=ref_audio_required,
         )
+        # vLLM-Omni serves `server_vad` where barge-in is supported: it hears the user
+        # (speech_started / speech_stopped) and barges in; the model still owns the turns.
+        return replace(profile, has_server_vad=server_vad)
     if name == "aura":
         profile = AURA
         if illegal_unit_code is not None:

@@ -1,7 +1,12 @@
-"""AURA-style: video required, audio optional; frame-only units open turns."""
+"""AURA-style: video required, audio optional; frame-only units open turns.
+
+vLLM-Omni checks the required modality on every append, not per unit: an AURA append with
+audio and no `video_frames` is refused with `invalid_input_modality` (as ours is).
+"""
 
 from __future__ import annotations
 
+from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server.profiles.base import Profile
 
 AURA = Profile(
@@ -9,4 +14,5 @@ AURA = Profile(
     implementation_level="model_native_duplex",
     required_modalities=("video",),
     optional_modalities=("audio",),
+    illegal_unit_code=ErrorCode.INVALID_INPUT_MODALITY,
 )

@@ -109,7 +109,7 @@ async def test_aura_video_required(make_server: MakeServer) -> None:
     wire = await Wire.connect(server.url)
     await wire.open()
     await wire.send(append(tone(1000), event_id="evt_a"))
-    err = await wire.error(ErrorCode.BAD_EVENT)
+    err = await wire.error(ErrorCode.INVALID_INPUT_MODALITY)  # vLLM-Omni's code, per append
     assert err["error"]["param"] == "video_frames"
     await wire.send(append(event_id="evt_v", frames=[frame(0)]))  # a frame-only unit
     await wire.send({"type": "input_audio_buffer.commit", "event_id": "evt_c"})
