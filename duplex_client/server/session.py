@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Final
 
@@ -39,11 +39,15 @@ from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
+from duplex_client.server.turn_state import TurnTracker
 
 log = logging.getLogger("duplex_client.server")
 
 #: Rows of accepted appends a session keeps (about an hour of 200 ms appends), oldest dropped.
 MAX_APPEND_ROWS: Final = 20_000
+#: A `session.closed` longer than this is sent with `reason` compacted (as upstream does).
+MAX_CLOSE_NOTICE_BYTES: Final = 4096
+CLOSE_DETAILS_TOO_LONG: Final = "close_details_exceed_output_limit"
 
 
 class DuplexSession:
@@ -81,6 +85,7 @@ class DuplexSession:
         self._conversation = Conversation(self)
         self._pipeline = Pipeline(now, self._job_started)
         self._decisions = Decisions(engine)
+        self._turn = TurnTracker()
         self.on_closed: Callable[[DuplexSession], None] | None = None
         #: Called with the job of each pending decision; the I/O shell ticks when it is done.
         self.on_pending: Callable[[Future[Any]], None] | None = None
@@ -165,6 +170,11 @@ class DuplexSession:
     def conversation(self) -> Conversation:
         """Responses and history."""
         return self._conversation
+
+    @property
+    def turn(self) -> TurnTracker:
+        """The turn state `turn.event` reports."""
+        return self._turn
 
     # --- lifecycle, as the registry and the shell see it ---
 
@@ -328,13 +338,27 @@ class DuplexSession:
         self._inputs.reformat(old, settings)
         self.emit(SessionUpdated(session=self.session_object()), now)
 
-    def fail(self, code: str, message: str, now: float, *, close_code: int = 1011) -> None:
-        """Session-fatal error (scope S): error, `session.closed {reason: error}`, close."""
+    def fail(
+        self,
+        code: str,
+        message: str,
+        now: float,
+        *,
+        close_code: int = 1011,
+        reason: str = "error",
+        endings: Sequence[ServerEvent] = (),
+    ) -> None:
+        """Session-fatal error (scope S): error, failed responses, `session.closed`, close.
+
+        `endings` are failed `response.done` events re-sent for endings the client never got.
+        """
         if not self.life.state.running:
             return
         self.emit(error_event(code, message), now)
-        self._conversation.fail("error", now)
-        self.finish("error", now, close_code=close_code)
+        for ending in endings:
+            self.emit(ending, now)
+        self._conversation.fail(reason, now)
+        self.finish(reason, now, close_code=close_code)
 
     def reject(self, rej: Reject, cid: str | None, now: float) -> None:
         """Emit the error for a refused client event; fatal codes end the session."""
@@ -347,7 +371,10 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.closed:
             return
-        self.emit(SessionClosed(session_id=self._session_id, reason=reason), now)
+        closed = SessionClosed(session_id=self._session_id, reason=reason)
+        if len(self._emitter.build(closed).data) > MAX_CLOSE_NOTICE_BYTES:
+            closed = SessionClosed(session_id=self._session_id, reason=CLOSE_DETAILS_TOO_LONG)
+        self.emit(closed, now)
         self._end(reason, close_code)
 
     def interrupt(self, reason: str, now: float) -> None:
@@ -356,6 +383,8 @@ class DuplexSession:
         if active is None:
             return
         self.advance_epoch()
+        if reason == "barge_in":
+            self._turn.signal("barge_in")
         self.emit(OutputAudioBufferCleared(response_id=active.response_id), now)
         self._conversation.cancel(reason, now)
 
