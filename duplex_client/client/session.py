@@ -242,7 +242,7 @@ class DuplexClientBase:
     async def signal_turn(self, event: str, payload: dict[str, Any] | None = None) -> str:
         """Send upstream's `turn.signal {event, payload}`; `barge_in` fences the active response.
 
-        The server answers a turn signal with `turn.event {event, turn_state}` (protocol.md §4.3).
+        The server answers a turn signal with `turn.event {event, turn_state}` (protocol.md §4.5).
         """
         signal = ce.TurnSignal(event=event, payload=payload)
         return await self._send(self.connection.send(signal))

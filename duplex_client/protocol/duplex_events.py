@@ -1,4 +1,4 @@
-"""vLLM-Omni-only server events: `turn.event` and the flat handshake `error` (protocol.md §4.3, §7).
+"""vLLM-Omni-only server events: `turn.event` and the flat handshake `error` (protocol.md §4.5, §7).
 
 `TurnEvent` is registered for decoding like every server event. `HandshakeError` is encode
 only: a client reads the flat shape through `ErrorEvent`, which accepts both shapes.

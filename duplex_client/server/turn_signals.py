@@ -3,7 +3,7 @@
 A signal whose `event` names another client event (`input.cancel`, `response.cancel`,
 `session.update`, `conversation.item.create` / `.delete` / `.truncate`) is that event, its
 fields in `payload`; the handler table runs it. Any other signal moves the turn state and is
-answered by `turn.event` (protocol.md §4.3).
+answered by `turn.event` (protocol.md §4.5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A session's turn state as `turn.event` reports it (upstream's vocabulary, protocol.md §4.3)."""
+"""A session's turn state as `turn.event` reports it (upstream's vocabulary, protocol.md §4.5)."""
 
 from __future__ import annotations
 
