@@ -15,7 +15,6 @@ from duplex_client.protocol.objects import ContentPart, Item, ResumeInput
 from duplex_client.protocol.response_events import OutputAudioBufferCleared
 from duplex_client.protocol.server_events import (
     ServerEvent,
-    SessionClosed,
     SessionCreated,
     SessionExpired,
     SessionReplaced,
@@ -24,6 +23,7 @@ from duplex_client.protocol.server_events import (
     SessionUpdated,
 )
 from duplex_client.server import execution, ids, playback
+from duplex_client.server.backpressure import close_notice
 from duplex_client.server.conversation import Conversation
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
@@ -45,9 +45,6 @@ log = logging.getLogger("duplex_client.server")
 
 #: Rows of accepted appends a session keeps (about an hour of 200 ms appends), oldest dropped.
 MAX_APPEND_ROWS: Final = 20_000
-#: A `session.closed` longer than this is sent with `reason` compacted (as upstream does).
-MAX_CLOSE_NOTICE_BYTES: Final = 4096
-CLOSE_DETAILS_TOO_LONG: Final = "close_details_exceed_output_limit"
 
 
 class DuplexSession:
@@ -371,10 +368,7 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.closed:
             return
-        closed = SessionClosed(session_id=self._session_id, reason=reason)
-        if len(self._emitter.build(closed).data) > MAX_CLOSE_NOTICE_BYTES:
-            closed = SessionClosed(session_id=self._session_id, reason=CLOSE_DETAILS_TOO_LONG)
-        self.emit(closed, now)
+        self.emit(close_notice(self._session_id, reason, self._emitter), now)
         self._end(reason, close_code)
 
     def interrupt(self, reason: str, now: float) -> None:
