@@ -368,8 +368,9 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.closed:
             return
-        self.emit(close_notice(self._session_id, reason, self._emitter), now)
-        self._end(reason, close_code)
+        notice = close_notice(self._session_id, reason, self._emitter)
+        self.emit(notice, now)
+        self._end(notice.reason or reason, close_code)  # an over-long reason is not kept
 
     def interrupt(self, reason: str, now: float) -> None:
         """Stop the active response: `output_audio_buffer.cleared`, then a cancelled done."""

@@ -7,7 +7,10 @@ import asyncio
 import pytest
 
 from duplex_client import DuplexClient, DuplexProtocolError
+from duplex_client.client.resume import ReconnectPolicy, ResumeFailed, resume_attempts
+from duplex_client.client.transport import WebSocketTransport
 from duplex_client.protocol import TurnEvent
+from duplex_client.protocol import client_events as ce
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import ReferenceServer, Script
 
@@ -75,3 +78,22 @@ async def test_duplex_0_refusal_raises_unsupported() -> None:
         assert info.value.code == ErrorCode.UNSUPPORTED
         assert "Realtime API is not available" in str(info.value)
         await client.close()
+
+
+async def test_resume_of_an_unknown_session_stops_at_once() -> None:
+    async def no_wait(_s: float) -> None:
+        return None
+
+    policy = ReconnectPolicy(attempts=5, sleep=no_wait)
+    async with ReferenceServer(engine="scripted") as server:
+
+        async def connect() -> WebSocketTransport:
+            return await WebSocketTransport.connect(server.url + "?duplex=1&autostart=0")
+
+        def resume() -> ce.SessionResume:
+            return ce.SessionResume(session_id="duplex-" + "0" * 32, resume_token="rt_x")
+
+        with pytest.raises(ResumeFailed) as info:
+            await resume_attempts(policy, connect, resume)
+        # the flat handshake error is read, and unknown_session ends reconnection
+        assert (info.value.code, info.value.attempts) == (ErrorCode.UNKNOWN_SESSION, 1)

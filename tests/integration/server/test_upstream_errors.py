@@ -123,6 +123,7 @@ async def test_over_long_close_notice_is_compacted(server: ReferenceServer) -> N
     assert events[-1]["type"] == "session.closed"
     assert events[-1]["reason"] == "close_details_exceed_output_limit"
     assert code == 1000
+    assert server.session().life.close_reason == "close_details_exceed_output_limit"
     again = await Wire.connect(server.url)
     await again.open()
     await again.send({"type": "session.close", "reason": "done for today"})

@@ -130,3 +130,14 @@ def test_new_codes_have_upstreams_classes_and_resume_is_fatal_on_unknown() -> No
     assert {error_class(c) for c in invalid} == {"invalid_request_error"}
     assert error_class(ErrorCode.OUTPUT_BACKPRESSURE) == "rate_limit_error"
     assert ErrorCode.UNKNOWN_SESSION in FATAL_RESUME_CODES
+
+
+def test_the_server_reports_only_upstreams_turn_states() -> None:
+    from duplex_client.protocol.duplex_events import TURN_STATES
+    from duplex_client.server.turn_state import TRANSITIONS, TurnTracker
+
+    assert set(TRANSITIONS.values()) <= set(TURN_STATES)
+    tracker = TurnTracker()
+    assert tracker.state == "idle" and tracker.signal("close") == "idle"
+    assert tracker.signal("user_started") == "user_speaking"
+    assert tracker.signal("unknown_name") == "user_speaking"
