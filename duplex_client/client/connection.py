@@ -256,6 +256,11 @@ class ClientConnection:
         elif isinstance(event, ce.ResponseCancel | ce.OutputAudioBufferClear):
             active = self.tracker.active
             self.tracker.fence(event.response_id or (active.response_id if active else None))
+        elif isinstance(event, ce.BargeIn) or (
+            isinstance(event, ce.TurnSignal) and event.event == "barge_in"
+        ):
+            active = self.tracker.active
+            self.tracker.fence(active.response_id if active else None)
         return self.send_raw(event.to_dict())
 
     def send_raw(self, payload: dict[str, Any]) -> Send:

@@ -23,6 +23,9 @@ from duplex_client.protocol.errors import (
     DuplexSessionClosedError,
 )
 
+#: How long a handshake whose first send failed still reads what the server sent before.
+_REFUSAL_READ_S = 1.0
+
 
 async def handshake(
     transport: Transport,
@@ -38,7 +41,12 @@ async def handshake(
     (the timeout covers both). Returns the connection's output for `session.created`.
     """
     try:
-        await transport.send(update.data)
+        try:
+            await transport.send(update.data)
+        except TransportClosed:
+            # a server may refuse before reading (upstream's `?duplex=0`): read its error
+            await asyncio.wait_for(_await_created(transport, connection), _REFUSAL_READ_S)
+            raise
         wait = timeout if budget_s is None else budget_s
         return await asyncio.wait_for(_await_created(transport, connection), wait)
     except TimeoutError:

@@ -239,6 +239,14 @@ class DuplexClientBase:
         """Cancel a response (default: the active one); its audio is fenced at once."""
         return await self._send(self.connection.send(ce.ResponseCancel(response_id=response_id)))
 
+    async def signal_turn(self, event: str, payload: dict[str, Any] | None = None) -> str:
+        """Send upstream's `turn.signal {event, payload}`; `barge_in` fences the active response.
+
+        The server answers a turn signal with `turn.event {event, turn_state}` (protocol.md §4.5).
+        """
+        signal = ce.TurnSignal(event=event, payload=payload)
+        return await self._send(self.connection.send(signal))
+
     async def clear_output_audio(self, response_id: str | None = None) -> str:
         """Ask the server to stop sending a response's audio; it is fenced at once."""
         event = ce.OutputAudioBufferClear(response_id=response_id)

@@ -164,6 +164,10 @@ class SyncDuplexClient:
         """Blocking `cancel_response`."""
         return self._runner.run(self._c().cancel_response(response_id))
 
+    def signal_turn(self, event: str, payload: dict[str, Any] | None = None) -> str:
+        """Blocking `signal_turn`."""
+        return self._runner.run(self._c().signal_turn(event, payload))
+
     def clear_input(self) -> str:
         """Blocking `clear_input`."""
         return self._runner.run(self._c().clear_input())

@@ -17,6 +17,7 @@ from duplex_client.protocol.codec import (
     new_server_event_id,
     strip_data_url,
 )
+from duplex_client.protocol.duplex_events import HandshakeError, TurnEvent
 from duplex_client.protocol.errors import (
     FATAL_RESUME_CODES,
     DuplexClientError,
@@ -42,6 +43,8 @@ __all__ = [
     *_se.__all__,
     *_re.__all__,
     "FATAL_RESUME_CODES",
+    "HandshakeError",
+    "TurnEvent",
     "SERVER_EVENT_TYPES",
     "TERMINAL_EVENT_TYPES",
     "Capabilities",

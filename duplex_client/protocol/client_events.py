@@ -46,7 +46,7 @@ class SessionUpdate(ClientEvent):
     """`session.update`: the full session object (first message, or a reconfiguration)."""
 
     TYPE: ClassVar[str] = "session.update"
-    session: dict[str, Any]
+    session: Annotated[dict[str, Any], Rule(code=ErrorCode.INVALID_SESSION_UPDATE)]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -72,7 +72,7 @@ class SessionClose(ClientEvent):
     """`session.close`: end the session; the server answers `session.closed`."""
 
     TYPE: ClassVar[str] = "session.close"
-    ALIASES: ClassVar[tuple[str, ...]] = ("close", "close_session", "session_close")
+    ALIASES: ClassVar[tuple[str, ...]] = ("close", "close_session")
     reason: Annotated[str | None, OMIT] = None
 
 
@@ -95,7 +95,6 @@ class InputAudioBufferAppend(ClientEvent):
     """
 
     TYPE: ClassVar[str] = "input_audio_buffer.append"
-    ALIASES: ClassVar[tuple[str, ...]] = ("input.audio.append", "push_chunk")
     REQUIRE_ANY: ClassVar[tuple[str, ...]] = ("audio", "video_frames")
     audio: Annotated[str | None, Rule(aliases=("delta",))] = ""
     video_frames: Annotated[
@@ -133,6 +132,17 @@ class InputAudioBufferCommit(ClientEvent):
     final: bool = True
     response_create: Annotated[bool | None, Rule(aliases=("create_response",), omit=True)] = None
     is_speech: Annotated[bool | None, OMIT] = None
+
+
+@dataclass(kw_only=True, slots=True)
+class InputCommit(InputAudioBufferCommit):
+    """`input.commit`: a commit that asks for a response unless it says otherwise."""
+
+    TYPE: ClassVar[str] = "input.commit"
+
+    def __post_init__(self) -> None:
+        if self.response_create is None:
+            self.response_create = True
 
 
 @dataclass(kw_only=True, slots=True)
@@ -184,6 +194,7 @@ class PlaybackAck(ClientEvent):
     """
 
     TYPE: ClassVar[str] = "playback.ack"
+    ALIASES: ClassVar[tuple[str, ...]] = ("audio.playback_ack",)
     response_id: str | None = None
     item_id: str | None = None
     played_ms: Annotated[int, Rule(ge=0)]
@@ -240,10 +251,11 @@ class ConversationItemTruncate(ClientEvent):
 
 @dataclass(kw_only=True, slots=True)
 class InputTextAppend(ClientEvent):
-    """`input.text.append`: text input (chat lane only)."""
+    """`input.text.append`: text input (chat lane only; `text` is required)."""
 
     TYPE: ClassVar[str] = "input.text.append"
-    text: str = ""
+    ALIASES: ClassVar[tuple[str, ...]] = ("input_text.append", "push_text")
+    text: str
 
 
 @dataclass(kw_only=True, slots=True)
@@ -255,10 +267,17 @@ class BargeIn(ClientEvent):
 
 @dataclass(kw_only=True, slots=True)
 class TurnSignal(ClientEvent):
-    """`turn.signal`: a client turn signal (needs `supports_barge_in`)."""
+    """`turn.signal {event, payload?}`: a turn signal (`barge_in`, `user_started`, ...).
+
+    Some `event` names stand for another client event whose fields ride in `payload`
+    (`input.cancel`, `response.cancel`, `session.update`, `conversation.item.*`).
+    """
 
     TYPE: ClassVar[str] = "turn.signal"
-    signal: str
+    ALIASES: ClassVar[tuple[str, ...]] = ("signal_turn",)
+    event: Annotated[str, Rule(non_empty=True)]
+    payload: Annotated[dict[str, Any] | None, OMIT] = None
+    response_id: Annotated[str | None, OMIT] = None
 
 
 _CLASSES: tuple[type[ClientEvent], ...] = (
@@ -269,6 +288,7 @@ _CLASSES: tuple[type[ClientEvent], ...] = (
     SessionEventAck,
     InputAudioBufferAppend,
     InputAudioBufferCommit,
+    InputCommit,
     InputAudioBufferClear,
     InputCancel,
     ResponseCreate,
@@ -316,6 +336,7 @@ __all__ = [
     "InputAudioBufferClear",
     "InputAudioBufferCommit",
     "InputCancel",
+    "InputCommit",
     "InputTextAppend",
     "OutputAudioBufferClear",
     "PlaybackAck",

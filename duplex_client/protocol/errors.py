@@ -67,6 +67,16 @@ class ErrorCode:
     CONTEXT_OPERATION_FAILED: Final = "context_operation_failed"
     CONTEXT_OUTPUT_FAILED: Final = "context_output_failed"
     TEXT_ONLY_TURN_UNSUPPORTED: Final = "text_only_turn_unsupported"
+    # upstream's session, update and output codes (protocol.md §7)
+    SESSION_EXISTS: Final = "session_exists"
+    UNKNOWN_SESSION: Final = "unknown_session"
+    INVALID_SESSION_UPDATE: Final = "invalid_session_update"
+    PERSONA_UPDATE_UNSUPPORTED: Final = "persona_update_unsupported"
+    VOICE_UPDATE_UNSUPPORTED: Final = "voice_update_unsupported"
+    AUDIO_TRUNCATE_UNSUPPORTED: Final = "audio_truncate_unsupported"
+    OUTPUT_BACKPRESSURE: Final = "output_backpressure"
+    UNSUPPORTED: Final = "unsupported"
+    BARGE_IN_UNSUPPORTED: Final = "barge_in_unsupported"
 
 
 #: Resume failures that end reconnection attempts (protocol.md §6, §6.1).
@@ -77,6 +87,7 @@ FATAL_RESUME_CODES: Final = frozenset(
         ErrorCode.INVALID_RESUME_TOKEN,
         ErrorCode.SESSION_RESUME_CONFLICT,
         ErrorCode.UNSUPPORTED_SESSION_RESUME,
+        ErrorCode.UNKNOWN_SESSION,
     }
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from duplex_client.protocol import duplex_events as d
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as s
 from duplex_client.protocol.client_events import (
@@ -57,6 +58,7 @@ _CLASSES: tuple[type[ServerEvent], ...] = (
     r.OverlapDecision,
     r.RateLimitsUpdated,
     r.ConnectionResumed,
+    d.TurnEvent,
 )
 
 #: Wire type (GA and beta names alike) → event class.
@@ -68,7 +70,7 @@ SERVER_EVENT_TYPES: dict[str, type[ServerEvent]] = {
 # compilation (it delayed the first answer by 20–40 ms): servers encode server events and
 # decode client events strictly, clients the other way round and read server events
 # tolerantly.
-prepare([*SERVER_EVENT_TYPES.values(), r.UnknownEvent], "body", "tolerant")
+prepare([*SERVER_EVENT_TYPES.values(), r.UnknownEvent, d.HandshakeError], "body", "tolerant")
 prepare(CLIENT_EVENT_TYPES.values(), "body", "strict")
 prepare([*OBJECT_CLASSES, ErrorInfo], "body")
 prepare(REQUEST_CLASSES, "strict")

@@ -27,6 +27,8 @@ from duplex_client.server.session import DuplexSession
 
 log = logging.getLogger("duplex_client.server")
 PATHS = ("/v1/realtime", "/v1/duplex")
+#: `duplex=` values that ask `/v1/realtime` for the turn-based handler (`/v1/duplex` ignores it).
+_OFF = ("0", "false", "off")
 
 
 class ReferenceServer:
@@ -149,7 +151,11 @@ class ReferenceServer:
         return None
 
     async def _handle(self, ws: ServerConnection) -> None:
-        query = parse_qs((ws.request.path if ws.request else "").partition("?")[2])
+        target = ws.request.path if ws.request else ""
+        query = parse_qs(target.partition("?")[2])
+        if target.partition("?")[0] == PATHS[0] and query.get("duplex", ["1"])[-1] in _OFF:
+            await _send_all(ws, self.registry.refuse_turn_based())  # no turn-based handler
+            return
         resume_only = query.get("resume", ["0"])[-1] in ("1", "true", "on")
         first_timeout = self.config.limits.first_message_timeout_s
         try:

@@ -14,6 +14,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server.backpressure import failed_endings
 from duplex_client.server.emitter import CloseSocket, Output, Send
 from duplex_client.server.session import DuplexSession
 
@@ -142,10 +143,12 @@ class Runner:
         att = self.attachment
         if att is not None and not att.push(outputs):
             self.session.fail(
-                ErrorCode.RESOURCE_EXHAUSTED,
+                ErrorCode.OUTPUT_BACKPRESSURE,
                 "output buffer overflow: the client is not reading",
                 self.now(),
                 close_code=1008,
+                reason=ErrorCode.OUTPUT_BACKPRESSURE,
+                endings=failed_endings(outputs),
             )
             if not att.push(self.session.emitter.drain(), reserve=True):
                 att.ws.transport.abort()

@@ -29,6 +29,8 @@ from duplex_client.server.settings import SessionSettings
 
 _MAX_REMEMBERED_RESPONSES = 256
 _MAX_BURST = 4
+#: An assistant item's status by how its response ended (upstream: `cancelled` items).
+_ITEM_STATUS = {"completed": "completed", "cancelled": "cancelled"}
 
 
 class Host(Protocol):
@@ -333,9 +335,7 @@ class Conversation:
             self._emit(
                 r.ResponseContentPartDone(response_id=rid, item_id=iid, part=part.to_dict()), now
             )
-            item = self._assistant_item(
-                state, "completed" if status == "completed" else "incomplete"
-            )
+            item = self._assistant_item(state, _ITEM_STATUS.get(status, "incomplete"))
             self.items[state.item_id] = item
             self._emit(r.ResponseOutputItemDone(response_id=rid, item_id=iid, item=item), now)
             self._emit(ConversationItemDone(item=item), now)

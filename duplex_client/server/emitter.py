@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from duplex_client.protocol.codec import dumps, new_server_event_id
+from duplex_client.protocol.duplex_events import HandshakeError
 from duplex_client.protocol.server_events import ErrorEvent, ServerEvent, SessionResyncRequired
 from duplex_client.server.errors import ENVELOPE_ERROR_CODES
 from duplex_client.server.journal import Journal
@@ -70,6 +71,8 @@ class Emitter:
         beta = self.beta_names if beta is None else beta
         data = dumps(event.stamped(new_server_event_id(), seq, beta=beta))
         code = event.error.code if isinstance(event, ErrorEvent) else None
+        if isinstance(event, HandshakeError):
+            code = event.code
         return Send(event.wire_type(beta), data, seq, code)
 
     def emit(self, event: ServerEvent, now: float, *, beta: bool | None = None) -> None:

@@ -17,7 +17,12 @@ from duplex_client.protocol.fields import SchemaError
 from duplex_client.protocol.server_events import ErrorEvent
 
 _RATE_LIMIT_CODES: Final = frozenset(
-    {ErrorCode.INPUT_BACKPRESSURE, ErrorCode.RESOURCE_EXHAUSTED, ErrorCode.DUPLEX_SESSION_BUSY}
+    {
+        ErrorCode.INPUT_BACKPRESSURE,
+        ErrorCode.RESOURCE_EXHAUSTED,
+        ErrorCode.DUPLEX_SESSION_BUSY,
+        ErrorCode.OUTPUT_BACKPRESSURE,
+    }
 )
 _SERVER_CODES: Final = SESSION_FATAL_CODES | {
     ErrorCode.SERVER_VAD_UNAVAILABLE,
@@ -37,6 +42,7 @@ ENVELOPE_ERROR_CODES: Final = frozenset(
         ErrorCode.INVALID_RESUME_TOKEN,
         ErrorCode.SESSION_RESUME_CONFLICT,
         ErrorCode.UNSUPPORTED_SESSION_RESUME,
+        ErrorCode.UNKNOWN_SESSION,
     }
 )
 

@@ -19,7 +19,7 @@ from duplex_client.protocol.server_events import (
     InputAudioBufferCleared,
     SessionHeartbeatAck,
 )
-from duplex_client.server import ids, intake, playback, turns
+from duplex_client.server import ids, intake, playback, turn_signals, turns
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
@@ -57,9 +57,12 @@ def on_event_ack(s: SessionPort, event: ce.SessionEventAck, now: float) -> None:
 
 
 def on_close(s: SessionPort, event: ce.SessionClose, now: float) -> None:
-    """`session.close`: cancel any response, `session.closed` last, then close 1000."""
+    """`session.close {reason?}`: cancel any response, `session.closed` last, close 1000.
+
+    `session.closed` carries the client's reason (default `client_close`), as upstream's does.
+    """
     s.conversation.cancel("session_closed", now)
-    s.finish("client_close", now)
+    s.finish(event.reason or "client_close", now)
 
 
 def on_resume(s: SessionPort, event: ce.SessionResume, now: float) -> None:
@@ -111,21 +114,33 @@ def on_output_clear(s: SessionPort, event: ce.OutputAudioBufferClear, now: float
 
 
 def on_playback_ack(s: SessionPort, event: ce.PlaybackAck, now: float) -> None:
-    """`playback.ack` → `playback.acknowledged`."""
+    """`playback.ack` → `playback.acknowledged` (a truncating one needs audio truncation)."""
+    if event.truncate:
+        _can_truncate(s)
     s.emit(playback.ack(s.conversation, event), now)
 
 
+def _can_truncate(s: SessionPort) -> None:
+    if not s.profile.supports_audio_truncate:
+        raise Reject(
+            ErrorCode.AUDIO_TRUNCATE_UNSUPPORTED,
+            "this model cannot truncate assistant audio it already generated",
+            None,
+        )
+
+
 def on_barge_in(s: SessionPort, event: ce.ClientEvent, now: float) -> None:
-    """`barge_in`: interrupt the active response."""
-    if s.conversation.active is None:
-        raise Reject(ErrorCode.RESPONSE_NOT_ACTIVE, "nothing to interrupt", None)
-    s.interrupt("barge_in", now)
+    """`barge_in`: interrupt the active response (with none, drop pending input)."""
+    turn_signals.barge_in(s, event, now)
 
 
 def on_turn_signal(s: SessionPort, event: ce.TurnSignal, now: float) -> None:
-    """`turn.signal {signal}`: `barge_in`/`interrupt` interrupt; other signals are accepted."""
-    if event.signal in ("barge_in", "interrupt"):
-        on_barge_in(s, event, now)
+    """`turn.signal {event, payload}`: the client event it stands for, or a turn signal."""
+    target = turn_signals.forwarded(event)
+    if target is None:
+        turn_signals.signal(s, event, now)
+    else:
+        HANDLERS[target.TYPE](s, target, now)
 
 
 def on_text_append(s: SessionPort, event: ce.InputTextAppend, now: float) -> None:
@@ -166,6 +181,7 @@ def on_item_delete(s: SessionPort, event: ce.ConversationItemDelete, now: float)
 
 def on_item_truncate(s: SessionPort, event: ce.ConversationItemTruncate, now: float) -> None:
     """`conversation.item.truncate`: cut an assistant item's audio (as a truncating ack would)."""
+    _can_truncate(s)
     item_id = _known_item(s, event.item_id)
     end = event.audio_end_ms
     s.conversation.truncate_item(item_id, end)
@@ -184,6 +200,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     ce.SessionResume.TYPE: on_resume,
     ce.InputAudioBufferAppend.TYPE: intake.append,
     ce.InputAudioBufferCommit.TYPE: turns.commit,
+    ce.InputCommit.TYPE: turns.commit,
     ce.InputAudioBufferClear.TYPE: on_clear,
     ce.InputCancel.TYPE: on_input_cancel,
     ce.ResponseCreate.TYPE: turns.create_response,

@@ -18,6 +18,7 @@ from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
+from duplex_client.server.turn_state import TurnTracker
 
 
 class SessionPort(Protocol):
@@ -82,6 +83,10 @@ class SessionPort(Protocol):
     @property
     def conversation(self) -> Conversation:
         """Responses and history."""
+
+    @property
+    def turn(self) -> TurnTracker:
+        """The turn state `turn.event` reports."""
 
     def emit(self, event: ServerEvent, now: float) -> None:
         """Send a server event."""

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from duplex_client.protocol.client_events import SessionResume, SessionUpdate
+from duplex_client.protocol.duplex_events import HandshakeError
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.fields import SchemaError
 from duplex_client.server import ids
 from duplex_client.server.config import ServerConfig
 from duplex_client.server.emitter import CloseSocket, Emitter, Output
 from duplex_client.server.engine.base import Engine
-from duplex_client.server.errors import Reject, client_event_id, error_event
+from duplex_client.server.errors import Reject, client_event_id
 from duplex_client.server.session import DuplexSession
 from duplex_client.server.settings import apply_update, initial_settings
 
@@ -45,11 +46,22 @@ class Registry:
         self.sessions: dict[str, DuplexSession] = {}
         self.closed: OrderedDict[str, DuplexSession] = OrderedDict()
         self._handshake = Emitter(beta_names=config.event_names == "beta", journal=None)
+        #: Where new session ids come from (tests force a collision through it).
+        self.new_session_id: Callable[[], str] = ids.session_id
 
     def handshake_error(self, rej: Reject, cid: str | None, close_code: int = 1008) -> list[Output]:
-        """A handshake-fatal error (scope H): the error event, then a close."""
-        event = error_event(rej.code, rej.message, param=rej.param, client_event_id=cid)
+        """A handshake-fatal error (scope H): the flat error event, then a close.
+
+        Before a session exists upstream sends the flat shape `{type, error, code}`; ours adds
+        `param`. It cannot echo the client's `event_id` (`cid`).
+        """
+        event = HandshakeError(error=rej.message, code=rej.code, param=rej.param)
         return [self._handshake.build(event), CloseSocket(close_code, rej.code)]
+
+    def refuse_turn_based(self) -> list[Output]:
+        """`?duplex=0` asks for the turn-based handler this server does not have."""
+        event = HandshakeError(error="Realtime API is not available", code=ErrorCode.UNSUPPORTED)
+        return [self._handshake.build(event), CloseSocket(1000, "")]
 
     def open(self, event: dict[str, Any], now: float) -> tuple[DuplexSession | None, list[Output]]:
         """Handle a first-message `session.update`: a new session, or a handshake error."""
@@ -75,8 +87,12 @@ class Registry:
             )
         except Reject as rej:
             return None, self.handshake_error(rej, cid)
+        sid = self.new_session_id()
+        if self.get(sid) is not None:
+            exists = Reject(ErrorCode.SESSION_EXISTS, f"session {sid} already exists")
+            return None, self.handshake_error(exists, cid, close_code=1011)
         session = DuplexSession(
-            session_id=ids.session_id(),
+            session_id=sid,
             profile=self.profile,
             settings=settings,
             engine=self.engine_factory(),
@@ -109,6 +125,9 @@ class Registry:
         sid, token = request.session_id, request.resume_token
         seq = request.last_received_server_event_seq
         session = self.sessions.get(sid)
+        if session is None and sid not in self.closed:
+            rej = Reject(ErrorCode.UNKNOWN_SESSION, f"unknown session {sid}", "session_id")
+            return ResumeResult(None, self.handshake_error(rej, cid))
         if session is None or not session.can_resume:
             rej = Reject(
                 ErrorCode.SESSION_RESUME_EXPIRED,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Final
 
@@ -15,7 +15,6 @@ from duplex_client.protocol.objects import ContentPart, Item, ResumeInput
 from duplex_client.protocol.response_events import OutputAudioBufferCleared
 from duplex_client.protocol.server_events import (
     ServerEvent,
-    SessionClosed,
     SessionCreated,
     SessionExpired,
     SessionReplaced,
@@ -24,6 +23,7 @@ from duplex_client.protocol.server_events import (
     SessionUpdated,
 )
 from duplex_client.server import execution, ids, playback
+from duplex_client.server.backpressure import close_notice
 from duplex_client.server.conversation import Conversation
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
@@ -39,6 +39,7 @@ from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
+from duplex_client.server.turn_state import TurnTracker
 
 log = logging.getLogger("duplex_client.server")
 
@@ -81,6 +82,7 @@ class DuplexSession:
         self._conversation = Conversation(self)
         self._pipeline = Pipeline(now, self._job_started)
         self._decisions = Decisions(engine)
+        self._turn = TurnTracker()
         self.on_closed: Callable[[DuplexSession], None] | None = None
         #: Called with the job of each pending decision; the I/O shell ticks when it is done.
         self.on_pending: Callable[[Future[Any]], None] | None = None
@@ -165,6 +167,11 @@ class DuplexSession:
     def conversation(self) -> Conversation:
         """Responses and history."""
         return self._conversation
+
+    @property
+    def turn(self) -> TurnTracker:
+        """The turn state `turn.event` reports."""
+        return self._turn
 
     # --- lifecycle, as the registry and the shell see it ---
 
@@ -328,13 +335,27 @@ class DuplexSession:
         self._inputs.reformat(old, settings)
         self.emit(SessionUpdated(session=self.session_object()), now)
 
-    def fail(self, code: str, message: str, now: float, *, close_code: int = 1011) -> None:
-        """Session-fatal error (scope S): error, `session.closed {reason: error}`, close."""
+    def fail(
+        self,
+        code: str,
+        message: str,
+        now: float,
+        *,
+        close_code: int = 1011,
+        reason: str = "error",
+        endings: Sequence[ServerEvent] = (),
+    ) -> None:
+        """Session-fatal error (scope S): error, failed responses, `session.closed`, close.
+
+        `endings` are failed `response.done` events re-sent for endings the client never got.
+        """
         if not self.life.state.running:
             return
         self.emit(error_event(code, message), now)
-        self._conversation.fail("error", now)
-        self.finish("error", now, close_code=close_code)
+        for ending in endings:
+            self.emit(ending, now)
+        self._conversation.fail(reason, now)
+        self.finish(reason, now, close_code=close_code)
 
     def reject(self, rej: Reject, cid: str | None, now: float) -> None:
         """Emit the error for a refused client event; fatal codes end the session."""
@@ -347,8 +368,9 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.closed:
             return
-        self.emit(SessionClosed(session_id=self._session_id, reason=reason), now)
-        self._end(reason, close_code)
+        notice = close_notice(self._session_id, reason, self._emitter)
+        self.emit(notice, now)
+        self._end(notice.reason or reason, close_code)  # an over-long reason is not kept
 
     def interrupt(self, reason: str, now: float) -> None:
         """Stop the active response: `output_audio_buffer.cleared`, then a cancelled done."""
@@ -356,6 +378,8 @@ class DuplexSession:
         if active is None:
             return
         self.advance_epoch()
+        if reason == "barge_in":
+            self._turn.signal("barge_in")
         self.emit(OutputAudioBufferCleared(response_id=active.response_id), now)
         self._conversation.cancel(reason, now)
 

@@ -202,6 +202,8 @@ def apply_update(
         changes["model"] = req.model
     if req.modalities is not None:
         changes["modalities"] = tuple(dict.fromkeys(req.modalities))
+    if not handshake:
+        _fixed_fields(req, base, profile)
     _formats(req, base, audio_started, changes)
     _turn_detection(raw, profile, changes)
     _transcription(raw, req, changes)
@@ -213,6 +215,22 @@ def apply_update(
     if extras:
         changes["extras"] = {**base.extras, **extras}
     return replace(base, **changes)
+
+
+def _fixed_fields(req: SessionRequest, base: SessionSettings, profile: Profile) -> None:
+    """A profile whose persona or voice is fixed at open refuses a change of either."""
+    if profile.fixed_persona and req.instructions not in (None, base.instructions):
+        raise Reject(
+            ErrorCode.PERSONA_UPDATE_UNSUPPORTED,
+            "the persona (instructions) cannot change after the session is created",
+            "instructions",
+        )
+    if profile.fixed_voice and req.voice not in (None, base.voice):
+        raise Reject(
+            ErrorCode.VOICE_UPDATE_UNSUPPORTED,
+            "the voice cannot change after the session is created",
+            "voice",
+        )
 
 
 def _formats(

@@ -30,6 +30,11 @@ class Profile:
     illegal_unit_code: str = ErrorCode.BAD_EVENT
     default_playback_commit_policy: str = "commit_all_on_done"
     default_overlap_policy: str = "listen_only"
+    #: The persona (`instructions`) and the voice are fixed at open (PersonaPlex-style).
+    fixed_persona: bool = False
+    fixed_voice: bool = False
+    #: `conversation.item.truncate` and truncating acks cut the stored assistant item.
+    supports_audio_truncate: bool = True
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
@@ -49,6 +54,7 @@ class Profile:
             raw={
                 "supports_input_append": True,
                 "supports_multi_session": limits.max_sessions > 1,
+                "supports_audio_truncate": self.supports_audio_truncate,
                 **self.extra_capabilities,
             },
         )

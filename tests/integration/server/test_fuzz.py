@@ -187,6 +187,6 @@ def test_known_nasty_messages(threaded_server: ReferenceServer) -> None:
         {"type": "session.update", "session": {"model": 2**70}},  # beyond 64 bits
         {"type": "conversation.item.create", "item": {"id": 5}},
         {"type": "input_audio_buffer.commit", "final": False},
-        {"type": "turn.signal", "signal": "barge_in"},
+        {"type": "turn.signal", "event": "barge_in"},
     ]
     asyncio.run(asyncio.wait_for(_exercise(threaded_server.url, nasty), 30))

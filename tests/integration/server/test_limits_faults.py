@@ -100,8 +100,13 @@ async def test_output_buffer_overflow_closes_only_that_session(make_server: Make
     await slow.send({"type": "input_audio_buffer.commit", "event_id": "evt_c"})
     _, events = await slow.closed()
     err = next(e for e in events if e["type"] == "error")
-    assert err["error"]["code"] == ErrorCode.RESOURCE_EXHAUSTED
-    assert events[-1]["type"] == "session.closed" and events[-1]["reason"] == "error"
+    assert err["error"]["code"] == ErrorCode.OUTPUT_BACKPRESSURE
+    assert err["error"]["type"] == "rate_limit_error"
+    done = next(e for e in events if e["type"] == "response.done")["response"]
+    assert done["status"] == "failed"
+    assert done["status_details"] == {"type": "failed", "reason": "output_backpressure"}
+    assert events[-1]["type"] == "session.closed"
+    assert events[-1]["reason"] == "output_backpressure"
     await other.send({"type": "session.heartbeat"})
     await other.until("session.heartbeat_ack")
     await other.close()

@@ -100,7 +100,7 @@ async def test_resume_errors_leave_the_session_untouched(server: ReferenceServer
         (_resume(created, 0, token="rt_wrong"), ErrorCode.INVALID_RESUME_TOKEN),
         (
             _resume(created, 0) | {"session_id": "duplex-" + "0" * 32},
-            ErrorCode.SESSION_RESUME_EXPIRED,
+            ErrorCode.UNKNOWN_SESSION,
         ),
     ]
     for event, code in cases:

@@ -129,11 +129,11 @@ class Wire:
                     return out
 
     async def error(self, code: str | None = None) -> dict[str, Any]:
-        """The next error event (asserting its code when given)."""
+        """The next error event, nested or flat (asserting its code when given)."""
         events = await self.until("error")
         err = events[-1]
         if code is not None:
-            assert err["error"]["code"] == code, err
+            assert error_code(err) == code, err
         return err
 
     async def open(self, **session: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -159,6 +159,18 @@ class Wire:
     async def close(self) -> None:
         """Close the socket."""
         await self.ws.close()
+
+
+def error_code(err: dict[str, Any]) -> str | None:
+    """The code of an `error` event: nested `error.code`, or the flat handshake `code`."""
+    body = err.get("error")
+    return body.get("code") if isinstance(body, dict) else err.get("code")
+
+
+def is_flat_error(err: dict[str, Any], code: str) -> bool:
+    """Whether `err` is the flat handshake shape `{type: error, error: <message>, code}`."""
+    message = err.get("error")
+    return err.get("type") == "error" and isinstance(message, str) and err.get("code") == code
 
 
 def seqs(events: list[dict[str, Any]]) -> list[int]:
