@@ -8,6 +8,8 @@ redirect leaves the origin), and send the API key as a bearer token.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import functools
 import logging
 import socket
@@ -15,7 +17,7 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar
 
 from duplex_client.client.transport import check_url
 from duplex_client.usage import UsageError
@@ -243,15 +245,7 @@ def list_models(
     url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_HTTP_TIMEOUT_S
 ) -> tuple[str, ...] | None:
     """Blocking `fetch_models`, for code outside an event loop."""
-    import httpx
-
-    target = http_base(url) + "/v1/models"
-    try:
-        with httpx.Client(**_client_options(api_key, timeout_s)) as client:
-            response = client.get(target)
-    except httpx.HTTPError as exc:
-        raise _failure(target, exc, timeout_s) from None
-    return _models(target, response)
+    return asyncio.run(fetch_models(url, api_key=api_key, timeout_s=timeout_s))
 
 
 def choose_model(
@@ -294,21 +288,9 @@ def resolve_model(
     default: str | None = DEFAULT_MODEL,
     timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
 ) -> ModelChoice:
-    """The model to send: `model` if given, else the only one `/v1/models` lists, else `default`.
-
-    No request is made when `model` is given. A server without `/v1/models` (404/405, like the
-    reference server) gives `default` with no note; a failed listing (unreachable, timeout,
-    HTTP error, bad JSON) gives `default` with a note saying why, since connecting will report
-    the real problem. Several models raise `AmbiguousModelError`; a bad URL raises ValueError.
-    """
-    if model:
-        return ModelChoice(model, None, "given")
-    http_base(url)
-    try:
-        listed = list_models(url, api_key=api_key, timeout_s=timeout_s)
-    except HttpProbeError as exc:
-        return _unlisted(exc, default)
-    return choose_model(url, None, listed, default=default)
+    """Blocking `resolve_model_async`, for code outside an event loop."""
+    coro = resolve_model_async(url, model, api_key=api_key, default=default, timeout_s=timeout_s)
+    return asyncio.run(coro)
 
 
 async def resolve_model_async(
@@ -319,7 +301,13 @@ async def resolve_model_async(
     default: str | None = DEFAULT_MODEL,
     timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
 ) -> ModelChoice:
-    """`resolve_model` for code already inside an event loop."""
+    """The model to send: `model` if given, else the only one `/v1/models` lists, else `default`.
+
+    No request is made when `model` is given. A server without `/v1/models` (404/405, like the
+    reference server) gives `default` with no note; a failed listing (unreachable, timeout,
+    HTTP error, bad JSON) gives `default` with a note saying why, since connecting will report
+    the real problem. Several models raise `AmbiguousModelError`; a bad URL raises ValueError.
+    """
     if model:
         return ModelChoice(model, None, "given")
     http_base(url)
@@ -363,22 +351,42 @@ __all__ = [
 ]
 
 
-async def model_for_run(
+class _NamesModel(Protocol):
+    """Run options that may name a model (a dataclass with `model` and `api_key`)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def model(self) -> str | None:
+        """The model asked for (None: not named)."""
+        ...
+
+    @property
+    def api_key(self) -> str | None:
+        """The bearer token for the server."""
+        ...
+
+
+_Options = TypeVar("_Options", bound=_NamesModel)
+
+
+async def with_model(
     url: str,
-    model: str | None,
+    options: _Options,
     *,
-    api_key: str | None,
     default: str | None,
     note: Callable[[str], None],
     timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
-) -> str | None:
-    """The model a run sends: `model`, else the one the server lists (told to `note`), else
-    `default`. A failed listing is only logged: connecting will say what is wrong."""
+) -> _Options:
+    """`options` naming the model a run sends: its own, else the one the server lists (told to
+    `note`), else `default`. A failed listing is only logged: connecting will say what is wrong."""
+    if options.model is not None:
+        return options
     choice = await resolve_model_async(
-        url, model, api_key=api_key, default=default, timeout_s=timeout_s
+        url, None, api_key=options.api_key, default=default, timeout_s=timeout_s
     )
     if choice.source == "listed" and choice.note:
         note(choice.note)
     elif choice.note:
         logging.getLogger(__name__).info(choice.note)
-    return choice.model
+    return dataclasses.replace(options, model=choice.model)
