@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator
 from concurrent.futures import CancelledError, Future
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
+from duplex_client.client.inputs import AppendFields
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import PcmArray
 from duplex_client.client.websocket import DuplexClient
@@ -125,26 +126,10 @@ class SyncDuplexClient:
         return self._c().session_id
 
     def append_input(
-        self,
-        pcm: bytes | PcmArray | None = None,
-        *,
-        video_frames: Sequence[bytes | str] = (),
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
+        self, pcm: bytes | PcmArray | None = None, **fields: Unpack[AppendFields]
     ) -> str:
         """Blocking `append_input`."""
-        return self._runner.run(
-            self._c().append_input(
-                pcm,
-                video_frames=video_frames,
-                is_speech=is_speech,
-                media_start_ms=media_start_ms,
-                media_end_ms=media_end_ms,
-                unit_index=unit_index,
-            )
-        )
+        return self._runner.run(self._c().append_input(pcm, **fields))
 
     def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
         """Blocking `commit`."""
