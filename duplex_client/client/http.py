@@ -15,9 +15,9 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, ParamSpec, Protocol, TypeVar
 
 from duplex_client.client.transport import check_url
 from duplex_client.usage import UsageError
@@ -34,6 +34,8 @@ _SCHEMES: Final = {"ws": "http", "wss": "https", "http": "http", "https": "https
 _REALTIME_PATH: Final = "/v1/realtime"
 _DETAIL_CHARS: Final = 200
 
+P = ParamSpec("P")
+T = TypeVar("T")
 ProbeFailure = Literal["unreachable", "timeout", "status", "json", "redirects", "protocol"]
 
 
@@ -241,13 +243,6 @@ async def fetch_models(
     return _models(target, response)
 
 
-def list_models(
-    url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_HTTP_TIMEOUT_S
-) -> tuple[str, ...] | None:
-    """Blocking `fetch_models`, for code outside an event loop."""
-    return asyncio.run(fetch_models(url, api_key=api_key, timeout_s=timeout_s))
-
-
 def choose_model(
     url: str,
     model: str | None,
@@ -280,19 +275,6 @@ def _unlisted(exc: HttpProbeError, default: str | None) -> ModelChoice:
     return ModelChoice(default, note, "default")
 
 
-def resolve_model(
-    url: str,
-    model: str | None,
-    *,
-    api_key: str | None = None,
-    default: str | None = DEFAULT_MODEL,
-    timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
-) -> ModelChoice:
-    """Blocking `resolve_model_async`, for code outside an event loop."""
-    coro = resolve_model_async(url, model, api_key=api_key, default=default, timeout_s=timeout_s)
-    return asyncio.run(coro)
-
-
 async def resolve_model_async(
     url: str,
     model: str | None,
@@ -316,6 +298,24 @@ async def resolve_model_async(
     except HttpProbeError as exc:
         return _unlisted(exc, default)
     return choose_model(url, None, listed, default=default)
+
+
+def _blocking(fn: Callable[P, Coroutine[Any, Any, T]], name: str) -> Callable[P, T]:
+    """`fn` run to its end in a fresh event loop, as `name`, for code outside an event loop."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return asyncio.run(fn(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"Blocking `{fn.__name__}`, for code outside an event loop."
+    return run
+
+
+#: `fetch_models` for code outside an event loop.
+list_models = _blocking(fetch_models, "list_models")
+#: `resolve_model_async` for code outside an event loop.
+resolve_model = _blocking(resolve_model_async, "resolve_model")
 
 
 async def probe_health(

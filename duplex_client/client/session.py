@@ -215,7 +215,7 @@ class DuplexClientBase:
         event = ce.InputAudioBufferCommit(final=final, response_create=create_response)
         return await self._send(self.connection.send(event))
 
-    async def create_response(self, **options: Any) -> str:
+    async def create_response(self, /, **options: Any) -> str:
         """Ask for a response; options go into `response` (modalities, instructions, ...)."""
         return await self._send(self.connection.send(ce.ResponseCreate(response=dict(options))))
 
