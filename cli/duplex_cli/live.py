@@ -40,14 +40,7 @@ from duplex_cli.options import (
     choices,
 )
 from duplex_cli.protocol_log import LoggedLiveProgress, log_result
-from duplex_cli.running import (
-    fail,
-    note,
-    print_json,
-    setup_logging,
-    stderr_console,
-    until_stopped,
-)
+from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.live.controls import LiveControls, PushToTalk
 from duplex_client.live.controls import PttMode as PttKeyMode
 from duplex_client.live.keys import KeyInput, NoKeys, TerminalKeys

@@ -25,14 +25,7 @@ from duplex_cli.options import (
     VerboseOpt,
     _opt,
 )
-from duplex_cli.running import (
-    fail,
-    note,
-    print_json,
-    setup_logging,
-    stderr_console,
-    until_stopped,
-)
+from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.replay import replay_bundle, same_input
 from duplex_client.report.diff import decision_changes
 from duplex_client.results import RunProgress, RunResult

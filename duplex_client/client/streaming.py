@@ -133,6 +133,15 @@ _RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (
 )
 
 
+def attach_timeline(timeline: InputTimeline, target: StreamTarget, clock: MediaClock) -> None:
+    """Time `timeline` by `clock` and let it hear `target`'s events and reconnections."""
+    timeline.clock = clock
+    if isinstance(target, _Listenable):
+        timeline.listen_to(target)
+    if isinstance(target, _Reconnecting):
+        target.add_reconnect_listener(reconnect_recorder(timeline))
+
+
 def reconnect_recorder(timeline: InputTimeline) -> TimelineReconnects:
     """The one recorder of a timeline (registering it twice with a client is harmless)."""
     recorder = _RECORDERS.get(timeline)
@@ -383,11 +392,7 @@ def _prepare_timeline(
     sampler: FrameSampler | None,
 ) -> bool:
     """Bind the timeline to this stream; True if this stream is the one describing the file."""
-    timeline.clock = clock
-    if isinstance(target, _Listenable):
-        timeline.listen_to(target)
-    if isinstance(target, _Reconnecting):
-        target.add_reconnect_listener(reconnect_recorder(timeline))
+    attach_timeline(timeline, target, clock)
     first = timeline.chunk_ms is None
     if first:
         timeline.set_unit_grid(config.grid, caps, source="override" if grid else None)
