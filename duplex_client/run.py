@@ -172,20 +172,12 @@ async def with_listed_model(
     url: str, options: RunOptions, note: Callable[[str], None]
 ) -> RunOptions:
     """Without `model`, the one model the server lists (told to `note`), else the preset's."""
-    if options.model is not None:
-        return options
-    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, model_for_run
+    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, with_model
     from duplex_client.presets import preset_model
 
-    model = await model_for_run(
-        url,
-        None,
-        api_key=options.api_key,
-        default=preset_model(options.preset),
-        note=note,
-        timeout_s=min(DEFAULT_HTTP_TIMEOUT_S, options.handshake_timeout_s / 2),
-    )
-    return dataclasses.replace(options, model=model)
+    timeout_s = min(DEFAULT_HTTP_TIMEOUT_S, options.handshake_timeout_s / 2)
+    default = preset_model(options.preset)
+    return await with_model(url, options, default=default, note=note, timeout_s=timeout_s)
 
 
 def _open(options: RunOptions) -> tuple[AudioVisualSource, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -16,7 +15,15 @@ from typer.core import TyperCommand
 from duplex_cli.eval_display import EvalDisplay, print_eval_summary
 from duplex_cli.options import OUTPUT, SERVER, JsonOpt, QuietOpt, VerboseOpt, _opt, choices
 from duplex_cli.run_flags import takes_run_flags
-from duplex_cli.running import Stopped, StopSignals, fail, note, setup_logging, stderr_console
+from duplex_cli.running import (
+    Stopped,
+    fail,
+    note,
+    print_json,
+    setup_logging,
+    stderr_console,
+    until_stopped,
+)
 from duplex_client.eval.api import EvalResult, run_eval_async
 from duplex_client.eval.runner import EvalProgress
 from duplex_client.results import EXIT_INTERRUPTED
@@ -179,13 +186,7 @@ def eval_command(
 
 
 async def _main(source: Path, kwargs: dict[str, object], progress: EvalProgress) -> EvalResult:
-    with StopSignals(progress) as stops:
-        try:
-            return await run_eval_async(source, **kwargs)  # type: ignore[arg-type]
-        except asyncio.CancelledError:
-            if stops.received is not None:
-                raise stops.received from None
-            raise
+    return await until_stopped(progress, run_eval_async(source, **kwargs))  # type: ignore[arg-type]
 
 
 def _interrupted(err: Console, progress: EvalProgress, out: Path, how: str) -> None:
@@ -200,7 +201,7 @@ def _interrupted(err: Console, progress: EvalProgress, out: Path, how: str) -> N
 
 def _report(result: EvalResult, *, json_output: bool, quiet: bool, err: Console) -> None:
     if json_output:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        print_json(result.to_dict())
     elif not quiet:
         print_eval_summary(Console(highlight=False, stderr=not sys.stdout.isatty()), result)
     for line in result.notes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 import sys
 from typing import Annotated
@@ -41,7 +40,7 @@ from duplex_cli.options import (
     choices,
 )
 from duplex_cli.protocol_log import LoggedLiveProgress, log_result
-from duplex_cli.running import StopSignals, fail, note, setup_logging, stderr_console
+from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.live.controls import LiveControls, PushToTalk
 from duplex_client.live.controls import PttMode as PttKeyMode
 from duplex_client.live.keys import KeyInput, NoKeys, TerminalKeys
@@ -269,16 +268,12 @@ async def _main(
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     keys.start(loop, controls.key)
     try:
-        with StopSignals(progress) as stops:
-            try:
-                if show:
-                    with LivePanel(lambda: render_live(progress), refresh_per_second=10):
-                        return await run_live(url, options, progress=progress, controls=controls)
-                return await run_live(url, options, progress=progress, controls=controls)
-            except asyncio.CancelledError:
-                if stops.received is not None:
-                    raise stops.received from None
-                raise KeyboardInterrupt from None
+        panel = LivePanel(lambda: render_live(progress), refresh_per_second=10) if show else None
+        with panel or contextlib.nullcontext():
+            live = run_live(url, options, progress=progress, controls=controls)
+            return await until_stopped(progress, live)
+    except asyncio.CancelledError:  # not a stop signal: Ctrl-C twice
+        raise KeyboardInterrupt from None
     finally:
         keys.stop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -295,7 +290,7 @@ def _report(
     err: Console,
 ) -> None:
     if json_output:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        print_json(result.to_dict())
     elif not quiet:
         print_live_summary(Console(highlight=False, stderr=not sys.stdout.isatty()), result)
     if not show and not quiet:

@@ -25,7 +25,7 @@ from duplex_cli.options import (
     VerboseOpt,
     _opt,
 )
-from duplex_cli.running import StopSignals, fail, note, setup_logging, stderr_console
+from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.replay import replay_bundle, same_input
 from duplex_client.report.diff import decision_changes
 from duplex_client.results import RunProgress, RunResult
@@ -121,13 +121,7 @@ def replay_command(
 async def _main(
     bundle: Path, url: str | None, kwargs: dict[str, Any], progress: RunProgress
 ) -> RunResult:
-    with StopSignals(progress) as stops:
-        try:
-            return await replay_bundle(bundle, url, **kwargs)
-        except asyncio.CancelledError:
-            if stops.received is not None:
-                raise stops.received from None
-            raise
+    return await until_stopped(progress, replay_bundle(bundle, url, **kwargs))
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -191,17 +185,11 @@ def sweep_command(
         name, values = parse_sweep(spec)
         if options.pop("replan"):
             raise UsageError("--replan and --sweep are exclusive", keywords=())
-        with StopSignals(progress) as stops:
-            try:
-                out = output_dir or default_run_dir()
-                return await sweep_bundle(
-                    bundle, url, name, values, output_dir=out, seed=seed, progress=progress,
-                    **{k: v for k, v in options.items() if v is not None},
-                )  # fmt: skip
-            except asyncio.CancelledError:
-                if stops.received is not None:
-                    raise stops.received from None
-                raise
+        out = output_dir or default_run_dir()
+        return await until_stopped(progress, sweep_bundle(
+            bundle, url, name, values, output_dir=out, seed=seed, progress=progress,
+            **{k: v for k, v in options.items() if v is not None},
+        ))  # fmt: skip
 
     try:
         result = asyncio.run(run())
@@ -210,7 +198,7 @@ def sweep_command(
     except Exception as exc:  # usage (2), stopped (143/129), a bug (1)
         raise fail(exc, verbose=verbose, err=err) from None
     if json_output:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        print_json(result.to_dict())
     elif not quiet:
         sys.stdout.write(result.markdown() + f"\nwritten: {result.output_dir}/sweep.md\n")
     for replay in result.results:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import signal
 import sys
 import traceback
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import typer
 from rich.console import Console
@@ -58,6 +61,8 @@ FLAG_NAMES: dict[str, str] = {
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 log = logging.getLogger("duplex_cli")
+
+T = TypeVar("T")
 
 
 def stderr_console() -> Console:
@@ -145,6 +150,24 @@ class StopSignals:
         self.progress.stop_reason = reason
         if self._task is not None:
             self._task.cancel()
+
+
+async def until_stopped(
+    progress: RunProgress | LiveProgress | EvalProgress, work: Awaitable[T]
+) -> T:
+    """`work` under `StopSignals`: a SIGTERM/SIGHUP that cancelled it is raised as `Stopped`."""
+    with StopSignals(progress) as stops:
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if stops.received is not None:
+                raise stops.received from None
+            raise
+
+
+def print_json(doc: object) -> None:
+    """A result document as indented JSON on stdout (non-ASCII kept as is)."""
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def note(err: Console, label: str, style: str, message: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 
 import typer
@@ -13,7 +12,7 @@ from duplex_cli.display import LivePanel, print_summary, render_progress
 from duplex_cli.options import JsonOpt, QuietOpt, UrlOpt, VerboseOpt
 from duplex_cli.protocol_log import LoggedRunProgress, log_result
 from duplex_cli.run_flags import takes_run_flags
-from duplex_cli.running import StopSignals, fail, note, setup_logging, stderr_console
+from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.results import RunProgress, RunResult
 from duplex_client.run import RunOptions, run_stream
 
@@ -50,19 +49,13 @@ def stream_command(
 
 async def _main(url: str | None, options: RunOptions, progress: RunProgress) -> RunResult:
     """The run, with SIGTERM/SIGHUP finishing the bundle as Ctrl-C does, and `-v` lines."""
-    with StopSignals(progress) as stops:
-        try:
-            return await run_stream(url, options, progress=progress)
-        except asyncio.CancelledError:
-            if stops.received is not None:
-                raise stops.received from None
-            raise
+    return await until_stopped(progress, run_stream(url, options, progress=progress))
 
 
 def _report(result: RunResult, *, json_output: bool, quiet: bool, err: Console) -> None:
     """The result: JSON or the summary table, then warnings and the failure on stderr."""
     if json_output:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        print_json(result.to_dict())
     elif not quiet:  # the table is for people: stdout on a terminal, else stderr
         print_summary(Console(highlight=False, stderr=not sys.stdout.isatty()), result)
     for line in reconnect_lines(result):

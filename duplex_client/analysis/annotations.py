@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -118,12 +118,18 @@ def _seconds_pair(item: dict[str, Any], key: str, source: str, where: str) -> tu
     )
 
 
-def _own(items: list[Any], source: str) -> list[SpeechSegment]:
-    out = []
+def _objects(items: list[Any], source: str, noun: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`noun i`, item) for each item, each checked to be a JSON object."""
     for i, item in enumerate(items):
-        where = f"segment {i}"
+        where = f"{noun} {i}"
         if not isinstance(item, dict):
             raise AnnotationError(f"{source}: {where} is not an object")
+        yield where, item
+
+
+def _own(items: list[Any], source: str) -> list[SpeechSegment]:
+    out = []
+    for where, item in _objects(items, source, "segment"):
         start = _time(item.get("start_ms"), source, where, "start_ms")
         end = _time(item.get("end_ms"), source, where, "end_ms")
         out.append(_span(start, end, source, where, "ms"))
@@ -133,10 +139,7 @@ def _own(items: list[Any], source: str) -> list[SpeechSegment]:
 def _fdb_events(items: list[Any], source: str) -> list[SpeechSegment]:
     """turn_taking.json, pause.json and interrupt.json items."""
     out = []
-    for i, item in enumerate(items):
-        where = f"item {i}"
-        if not isinstance(item, dict):
-            raise AnnotationError(f"{source}: {where} is not an object")
+    for where, item in _objects(items, source, "item"):
         start, end = _seconds_pair(item, "timestamp", source, where)
         span = _span(start, end, source, where, "s")
         if "interrupt" in item:
@@ -172,10 +175,7 @@ def _transcription(items: list[Any], source: str, speaker: int | None) -> list[S
         found = sorted(map(str, by_speaker))
         raise AnnotationError(f"{source}: no speaker {speaker} (found {', '.join(found)})")
     out = []
-    for i, word in enumerate(words):
-        where = f"word {i}"
-        if not isinstance(word, dict):
-            raise AnnotationError(f"{source}: {where} is not an object")
+    for where, word in _objects(words, source, "word"):
         start, end = _seconds_pair(word, "timestamp", source, where)
         out.append(_span(start, end, source, where, "s"))
     return out

@@ -100,13 +100,18 @@ class ListenerModel:
         position = len(self._order) - 1 if index is None else index
         self._dirty = position if self._dirty is None else min(self._dirty, position)
 
-    def arrive(self, response_id: str, samples: int, media_ms: float) -> bool:
-        """Audio of a response arrived; False (dropped) once the response ended or was cut."""
-        at = self._at(media_ms)
+    def _response(self, response_id: str) -> _Response:
+        """The response with this id, added after the others when it is new."""
         response = self._by_id.get(response_id)
         if response is None:
             response = self._by_id[response_id] = _Response(response_id)
             self._order.append(response)
+        return response
+
+    def arrive(self, response_id: str, samples: int, media_ms: float) -> bool:
+        """Audio of a response arrived; False (dropped) once the response ended or was cut."""
+        at = self._at(media_ms)
+        response = self._response(response_id)
         if response.cut_at is not None or response.ended_at is not None:
             return False
         if samples > 0:
@@ -125,10 +130,7 @@ class ListenerModel:
     def cut(self, response_id: str, media_ms: float, by: str) -> bool:
         """Stop a response at `media_ms`; returns whether any of it was still to be heard."""
         at = self._at(media_ms)
-        response = self._by_id.get(response_id)
-        if response is None:
-            response = self._by_id[response_id] = _Response(response_id)
-            self._order.append(response)
+        response = self._response(response_id)
         if response.cut_at is not None:
             return False
         self._schedule()

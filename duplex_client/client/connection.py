@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from duplex_client.client.attachment import Attachment
 from duplex_client.client.config import SessionConfig
@@ -35,7 +35,7 @@ from duplex_client.client.effects import (
     Settled,
     State,
 )
-from duplex_client.client.inputs import InputCounter, PcmInput
+from duplex_client.client.inputs import AppendFields, InputCounter, PcmInput
 from duplex_client.client.outbox import Outbox, OutboxEntry
 from duplex_client.client.outcomes import Outcomes
 from duplex_client.client.responses import AckPolicy, PlaybackAcks, ResponseHandle, ResponseTracker
@@ -288,26 +288,9 @@ class ClientConnection:
             self._state = State.RESUMING
         return Output()
 
-    def append(
-        self,
-        pcm: PcmInput = None,
-        video_frames: Sequence[bytes | str] = (),
-        *,
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
-    ) -> Send:
+    def append(self, pcm: PcmInput = None, **fields: Unpack[AppendFields]) -> Send:
         """An append of PCM and/or frames, counted at once; `ValueError` for an illegal one."""
-        event, samples = self.input.build(
-            pcm,
-            video_frames,
-            self.capabilities,
-            is_speech=is_speech,
-            media_start_ms=media_start_ms,
-            media_end_ms=media_end_ms,
-            unit_index=unit_index,
-        )
+        event, samples = self.input.build(pcm, self.capabilities, **fields)
         send = self.send(event)
         return replace(send, counted=self.input.count(samples))
 

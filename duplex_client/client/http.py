@@ -8,14 +8,16 @@ redirect leaves the origin), and send the API key as a bearer token.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import functools
 import logging
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, ParamSpec, Protocol, TypeVar
 
 from duplex_client.client.transport import check_url
 from duplex_client.usage import UsageError
@@ -32,6 +34,8 @@ _SCHEMES: Final = {"ws": "http", "wss": "https", "http": "http", "https": "https
 _REALTIME_PATH: Final = "/v1/realtime"
 _DETAIL_CHARS: Final = 200
 
+P = ParamSpec("P")
+T = TypeVar("T")
 ProbeFailure = Literal["unreachable", "timeout", "status", "json", "redirects", "protocol"]
 
 
@@ -239,21 +243,6 @@ async def fetch_models(
     return _models(target, response)
 
 
-def list_models(
-    url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_HTTP_TIMEOUT_S
-) -> tuple[str, ...] | None:
-    """Blocking `fetch_models`, for code outside an event loop."""
-    import httpx
-
-    target = http_base(url) + "/v1/models"
-    try:
-        with httpx.Client(**_client_options(api_key, timeout_s)) as client:
-            response = client.get(target)
-    except httpx.HTTPError as exc:
-        raise _failure(target, exc, timeout_s) from None
-    return _models(target, response)
-
-
 def choose_model(
     url: str,
     model: str | None,
@@ -286,7 +275,7 @@ def _unlisted(exc: HttpProbeError, default: str | None) -> ModelChoice:
     return ModelChoice(default, note, "default")
 
 
-def resolve_model(
+async def resolve_model_async(
     url: str,
     model: str | None,
     *,
@@ -305,29 +294,28 @@ def resolve_model(
         return ModelChoice(model, None, "given")
     http_base(url)
     try:
-        listed = list_models(url, api_key=api_key, timeout_s=timeout_s)
-    except HttpProbeError as exc:
-        return _unlisted(exc, default)
-    return choose_model(url, None, listed, default=default)
-
-
-async def resolve_model_async(
-    url: str,
-    model: str | None,
-    *,
-    api_key: str | None = None,
-    default: str | None = DEFAULT_MODEL,
-    timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
-) -> ModelChoice:
-    """`resolve_model` for code already inside an event loop."""
-    if model:
-        return ModelChoice(model, None, "given")
-    http_base(url)
-    try:
         listed = await fetch_models(url, api_key=api_key, timeout_s=timeout_s)
     except HttpProbeError as exc:
         return _unlisted(exc, default)
     return choose_model(url, None, listed, default=default)
+
+
+def _blocking(fn: Callable[P, Coroutine[Any, Any, T]], name: str) -> Callable[P, T]:
+    """`fn` run to its end in a fresh event loop, as `name`, for code outside an event loop."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return asyncio.run(fn(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"Blocking `{fn.__name__}`, for code outside an event loop."
+    return run
+
+
+#: `fetch_models` for code outside an event loop.
+list_models = _blocking(fetch_models, "list_models")
+#: `resolve_model_async` for code outside an event loop.
+resolve_model = _blocking(resolve_model_async, "resolve_model")
 
 
 async def probe_health(
@@ -363,22 +351,42 @@ __all__ = [
 ]
 
 
-async def model_for_run(
+class _NamesModel(Protocol):
+    """Run options that may name a model (a dataclass with `model` and `api_key`)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def model(self) -> str | None:
+        """The model asked for (None: not named)."""
+        ...
+
+    @property
+    def api_key(self) -> str | None:
+        """The bearer token for the server."""
+        ...
+
+
+_Options = TypeVar("_Options", bound=_NamesModel)
+
+
+async def with_model(
     url: str,
-    model: str | None,
+    options: _Options,
     *,
-    api_key: str | None,
     default: str | None,
     note: Callable[[str], None],
     timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
-) -> str | None:
-    """The model a run sends: `model`, else the one the server lists (told to `note`), else
-    `default`. A failed listing is only logged: connecting will say what is wrong."""
+) -> _Options:
+    """`options` naming the model a run sends: its own, else the one the server lists (told to
+    `note`), else `default`. A failed listing is only logged: connecting will say what is wrong."""
+    if options.model is not None:
+        return options
     choice = await resolve_model_async(
-        url, model, api_key=api_key, default=default, timeout_s=timeout_s
+        url, None, api_key=options.api_key, default=default, timeout_s=timeout_s
     )
     if choice.source == "listed" and choice.note:
         note(choice.note)
     elif choice.note:
         logging.getLogger(__name__).info(choice.note)
-    return choice.model
+    return dataclasses.replace(options, model=choice.model)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol.capabilities import Capabilities
@@ -36,6 +36,23 @@ class PcmArray(Protocol):
 PcmInput = bytes | bytearray | memoryview | PcmArray | None
 
 
+class AppendFields(TypedDict, total=False):
+    """What an append carries besides its PCM, as `append_input` takes it by keyword (§3.2)."""
+
+    video_frames: Sequence[bytes | str]
+    is_speech: bool | None
+    media_start_ms: int | None
+    media_end_ms: int | None
+    unit_index: int | None
+
+
+def check_fields(fields: AppendFields, where: str = "append_input") -> None:
+    """A `TypeError` naming a keyword an append does not take (as a fixed signature would)."""
+    unknown = sorted(fields.keys() - AppendFields.__optional_keys__)
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+
+
 def pcm_bytes(pcm: PcmInput, width: int) -> bytes:
     """PCM as bytes, checked to be whole samples (arrays must be 1-D of the session's type)."""
     if pcm is None:
@@ -54,20 +71,17 @@ def pcm_bytes(pcm: PcmInput, width: int) -> bytes:
 
 def build_append(
     data: bytes,
-    video_frames: Sequence[bytes | str],
     *,
     caps: Capabilities,
     samples_before: int,
     width: int,
     rate: int,
     audio_format: str,
-    is_speech: bool | None,
-    media_start_ms: int | None,
-    media_end_ms: int | None,
-    unit_index: int | None,
+    **fields: Unpack[AppendFields],
 ) -> ce.InputAudioBufferAppend:
     """The append event for checked PCM and frames; raises `ValueError` for an illegal one."""
-    frames = tuple(encode_image(f) for f in video_frames)
+    frames = tuple(encode_image(f) for f in fields.get("video_frames", ()))
+    is_speech = fields.get("is_speech")
     if not data and not frames:
         raise ValueError("an append needs audio, video frames or both")
     if len(frames) > caps.max_frames_per_append:
@@ -86,9 +100,9 @@ def build_append(
         format=audio_format if data else None,
         sample_rate_hz=rate if data else None,
         is_speech=is_speech if data or is_speech is not None else False,
-        media_start_ms=media_start_ms,
-        media_end_ms=media_end_ms,
-        unit_index=unit_index,
+        media_start_ms=fields.get("media_start_ms"),
+        media_end_ms=fields.get("media_end_ms"),
+        unit_index=fields.get("unit_index"),
     )
 
 
@@ -117,29 +131,19 @@ class InputCounter:
         return round(self.samples * 1000 / self.rate)
 
     def build(
-        self,
-        pcm: PcmInput,
-        video_frames: Sequence[bytes | str],
-        caps: Capabilities,
-        **fields: Any,
+        self, pcm: PcmInput, caps: Capabilities, **fields: Unpack[AppendFields]
     ) -> tuple[ce.InputAudioBufferAppend, int]:
-        """The next append (not counted yet) and its samples; `ValueError` for an illegal one.
-
-        `fields`: `is_speech`, `media_start_ms`, `media_end_ms`, `unit_index`.
-        """
+        """The next append (not counted yet) and its samples; `ValueError` for an illegal one."""
+        check_fields(fields)
         data = pcm_bytes(pcm, self.width)
         event = build_append(
             data,
-            video_frames,
             caps=caps,
             samples_before=self.samples,
             width=self.width,
             rate=self.rate,
             audio_format=self.audio_format,
-            is_speech=fields.get("is_speech"),
-            media_start_ms=fields.get("media_start_ms"),
-            media_end_ms=fields.get("media_end_ms"),
-            unit_index=fields.get("unit_index"),
+            **fields,
         )
         return event, len(data) // self.width
 

@@ -14,10 +14,8 @@ from typing import Any
 from duplex_client.client.streaming import (
     StreamResult,
     StreamTarget,
-    _Listenable,
-    _Reconnecting,
     _sleep_until,
-    reconnect_recorder,
+    attach_timeline,
     send_append,
 )
 from duplex_client.framing.clock import MediaClock
@@ -87,11 +85,7 @@ def _bind(
     recorded: RecordedInput,
     facts: dict[str, Any],
 ) -> None:
-    timeline.clock = clock
-    if isinstance(target, _Listenable):
-        timeline.listen_to(target)
-    if isinstance(target, _Reconnecting):
-        target.add_reconnect_listener(reconnect_recorder(timeline))
+    attach_timeline(timeline, target, clock)
     grid = UnitGrid(first_unit_ms=recorded.first_unit_ms, chunk_period_ms=recorded.chunk_period_ms)
     timeline.set_unit_grid(grid, target.capabilities)
     timeline.describe_stream(

@@ -290,21 +290,25 @@ class ResponseTracker:
                 handle.marks.setdefault("first_audio", event.raw)
             handle._add_audio(pcm)
         elif isinstance(event, r.ResponseAudioTranscriptDelta):
-            self._decide(handle, "speak")
-            if event.delta:
-                handle.marks.setdefault("first_text", event.raw)
-                handle._mark_text()
-            handle.transcript += event.delta
+            delta = self._text_delta(handle, event)
+            handle.transcript += delta
         elif isinstance(event, r.ResponseAudioTranscriptDone):
             handle.transcript = event.transcript or handle.transcript
         elif isinstance(event, r.ResponseTextDelta):
-            self._decide(handle, "speak")
-            if event.delta:
-                handle.marks.setdefault("first_text", event.raw)
-                handle._mark_text()
-            handle.text += event.delta
+            delta = self._text_delta(handle, event)
+            handle.text += delta
         elif isinstance(event, r.ResponseTextDone):
             handle.text = event.text or handle.text
+
+    def _text_delta(
+        self, handle: ResponseHandle, event: r.ResponseAudioTranscriptDelta | r.ResponseTextDelta
+    ) -> str:
+        """A transcript or text delta decides `speak` and marks the first text; its delta."""
+        self._decide(handle, "speak")
+        if event.delta:
+            handle.marks.setdefault("first_text", event.raw)
+            handle._mark_text()
+        return event.delta
 
     def close(self, reason: str) -> None:
         """End every open response (the session ended)."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Unpack
 
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.connection import ClientConnection
@@ -18,8 +18,8 @@ from duplex_client.client.consumers import Consumers
 from duplex_client.client.consumers import EventListener as EventListener
 from duplex_client.client.driver import Driver
 from duplex_client.client.effects import LocalProtocolError, Send, State
+from duplex_client.client.inputs import AppendFields, PcmInput
 from duplex_client.client.inputs import PcmArray as PcmArray
-from duplex_client.client.inputs import PcmInput
 from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
 from duplex_client.client.queues import Subscription as Subscription
@@ -195,29 +195,13 @@ class DuplexClientBase:
         assert send.event_id is not None
         return send.event_id
 
-    async def append_input(
-        self,
-        pcm: PcmInput = None,
-        *,
-        video_frames: Sequence[bytes | str] = (),
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
-    ) -> str:
+    async def append_input(self, pcm: PcmInput = None, **fields: Unpack[AppendFields]) -> str:
         """Append PCM and/or frames; empty PCM with frames is a VISION unit. Returns the id.
 
         Concurrent calls go out in call order, each `audio_end_ms` counting every call before
         (the connection counts and queues it before the first await).
         """
-        send = self.connection.append(
-            pcm,
-            video_frames,
-            is_speech=is_speech,
-            media_start_ms=media_start_ms,
-            media_end_ms=media_end_ms,
-            unit_index=unit_index,
-        )
+        send = self.connection.append(pcm, **fields)
         try:
             return await self._send(send)
         except DuplexSessionClosedError:  # never sent
@@ -231,7 +215,7 @@ class DuplexClientBase:
         event = ce.InputAudioBufferCommit(final=final, response_create=create_response)
         return await self._send(self.connection.send(event))
 
-    async def create_response(self, **options: Any) -> str:
+    async def create_response(self, /, **options: Any) -> str:
         """Ask for a response; options go into `response` (modalities, instructions, ...)."""
         return await self._send(self.connection.send(ce.ResponseCreate(response=dict(options))))
 

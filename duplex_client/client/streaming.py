@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Unpack, runtime_checkable
 
+from duplex_client.client.inputs import AppendFields
 from duplex_client.client.prefetch import PlanPrefetcher
 from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
@@ -56,16 +57,7 @@ class StreamTarget(Protocol):
         """Cumulative audio sent so far, rounded ms."""
         ...
 
-    async def append_input(
-        self,
-        pcm: bytes | None = None,
-        *,
-        video_frames: Sequence[bytes | str] = (),
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
-    ) -> str:
+    async def append_input(self, pcm: bytes | None = None, **fields: Unpack[AppendFields]) -> str:
         """Send one append (no PCM with frames: a VISION unit); returns the event id sent."""
         ...
 
@@ -141,6 +133,15 @@ _RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (
 )
 
 
+def attach_timeline(timeline: InputTimeline, target: StreamTarget, clock: MediaClock) -> None:
+    """Time `timeline` by `clock` and let it hear `target`'s events and reconnections."""
+    timeline.clock = clock
+    if isinstance(target, _Listenable):
+        timeline.listen_to(target)
+    if isinstance(target, _Reconnecting):
+        target.add_reconnect_listener(reconnect_recorder(timeline))
+
+
 def reconnect_recorder(timeline: InputTimeline) -> TimelineReconnects:
     """The one recorder of a timeline (registering it twice with a client is harmless)."""
     recorder = _RECORDERS.get(timeline)
@@ -180,6 +181,18 @@ def _split_source(
     return source, frames
 
 
+async def append_planned(target: StreamTarget, append: PlannedAppend) -> str:
+    """Send one planned append as it is (PCM, frames and labels); returns its event id."""
+    return await target.append_input(
+        append.pcm or None,
+        video_frames=append.video_frames,
+        is_speech=append.is_speech,
+        media_start_ms=append.media_start_ms,
+        media_end_ms=append.media_end_ms,
+        unit_index=append.unit_index,
+    )
+
+
 async def send_append(
     target: StreamTarget,
     append: PlannedAppend,
@@ -189,14 +202,7 @@ async def send_append(
 ) -> str:
     """Send one append now, record it (due at its media end) and tell `on_sent`."""
     sent_at = clock.now()
-    event_id = await target.append_input(
-        append.pcm or None,
-        video_frames=append.video_frames,
-        is_speech=append.is_speech,
-        media_start_ms=append.media_start_ms,
-        media_end_ms=append.media_end_ms,
-        unit_index=append.unit_index,
-    )
+    event_id = await append_planned(target, append)
     if timeline is not None:
         timeline.add_append(append, event_id, clock.timing(append.media_end_ms, sent_at))
     if on_sent is not None:
@@ -386,11 +392,7 @@ def _prepare_timeline(
     sampler: FrameSampler | None,
 ) -> bool:
     """Bind the timeline to this stream; True if this stream is the one describing the file."""
-    timeline.clock = clock
-    if isinstance(target, _Listenable):
-        timeline.listen_to(target)
-    if isinstance(target, _Reconnecting):
-        target.add_reconnect_listener(reconnect_recorder(timeline))
+    attach_timeline(timeline, target, clock)
     first = timeline.chunk_ms is None
     if first:
         timeline.set_unit_grid(config.grid, caps, source="override" if grid else None)

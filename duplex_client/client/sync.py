@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import CancelledError, Future
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duplex_client.client.responses import ResponseHandle
-from duplex_client.client.session import PcmArray
 from duplex_client.client.websocket import DuplexClient
-from duplex_client.protocol import server_events as se
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _LoopThread:
@@ -79,6 +79,21 @@ def _settle(task: asyncio.Task[T], outcome: Future[T]) -> None:
         outcome.set_result(task.result())
 
 
+def _blocking(
+    method: Callable[Concatenate[DuplexClient, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[SyncDuplexClient, P], T]:
+    """A blocking method running the session client's `method` (by name) on the loop thread."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(self: SyncDuplexClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        bound: Callable[P, Coroutine[Any, Any, T]] = getattr(self._c(), name)
+        return self._runner.run(bound(*args, **kwargs))
+
+    call.__doc__ = f"Blocking `{name}`."
+    return call
+
+
 class SyncDuplexClient:
     """`DuplexClient` with blocking methods; use as a context manager or call `close()`."""
 
@@ -124,72 +139,15 @@ class SyncDuplexClient:
         """The server-allocated session id."""
         return self._c().session_id
 
-    def append_input(
-        self,
-        pcm: bytes | PcmArray | None = None,
-        *,
-        video_frames: Sequence[bytes | str] = (),
-        is_speech: bool | None = None,
-        media_start_ms: int | None = None,
-        media_end_ms: int | None = None,
-        unit_index: int | None = None,
-    ) -> str:
-        """Blocking `append_input`."""
-        return self._runner.run(
-            self._c().append_input(
-                pcm,
-                video_frames=video_frames,
-                is_speech=is_speech,
-                media_start_ms=media_start_ms,
-                media_end_ms=media_end_ms,
-                unit_index=unit_index,
-            )
-        )
-
-    def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
-        """Blocking `commit`."""
-        return self._runner.run(self._c().commit(final=final, create_response=create_response))
-
-    def wait_committed(
-        self, event_id: str, timeout: float | None = None
-    ) -> se.InputAudioBufferCommitted:
-        """Blocking `wait_committed`."""
-        return self._runner.run(self._c().wait_committed(event_id, timeout))
-
-    def create_response(self, **options: Any) -> str:
-        """Blocking `create_response`."""
-        return self._runner.run(self._c().create_response(**options))
-
-    def cancel_response(self, response_id: str | None = None) -> str:
-        """Blocking `cancel_response`."""
-        return self._runner.run(self._c().cancel_response(response_id))
-
-    def signal_turn(self, event: str, payload: dict[str, Any] | None = None) -> str:
-        """Blocking `signal_turn`."""
-        return self._runner.run(self._c().signal_turn(event, payload))
-
-    def clear_input(self) -> str:
-        """Blocking `clear_input`."""
-        return self._runner.run(self._c().clear_input())
-
-    def ack_playback(
-        self,
-        played_ms: int,
-        *,
-        response_id: str,
-        committed_ms: int | None = None,
-        truncate: bool = False,
-    ) -> str | None:
-        """Blocking `ack_playback`."""
-        return self._runner.run(
-            self._c().ack_playback(
-                played_ms, response_id=response_id, committed_ms=committed_ms, truncate=truncate
-            )
-        )
-
-    def send_raw(self, event: dict[str, Any]) -> str | None:
-        """Blocking `send_raw`."""
-        return self._runner.run(self._c().send_raw(event))
+    append_input = _blocking(DuplexClient.append_input)
+    commit = _blocking(DuplexClient.commit)
+    wait_committed = _blocking(DuplexClient.wait_committed)
+    create_response = _blocking(DuplexClient.create_response)
+    cancel_response = _blocking(DuplexClient.cancel_response)
+    signal_turn = _blocking(DuplexClient.signal_turn)
+    clear_input = _blocking(DuplexClient.clear_input)
+    ack_playback = _blocking(DuplexClient.ack_playback)
+    send_raw = _blocking(DuplexClient.send_raw)
 
     def responses(self, timeout: float | None = None) -> Iterator[ResponseHandle]:
         """Yield response handles as decided, until the session ends (or `timeout` per item)."""

@@ -185,7 +185,10 @@ async def run_live(
     progress = progress or LiveProgress()
     if url:
         check_url(url)
-        options = await _with_model(url, options, progress)
+        from duplex_client.client.http import with_model
+
+        default = preset_model(options.preset_name())
+        options = await with_model(url, options, default=default, note=progress.warn)
     elif options.model is None:
         options = dataclasses.replace(options, model=preset_model(options.preset_name()))
     profile = embedded_profile(options) if not url else options.preset_name()
@@ -210,22 +213,6 @@ async def run_live(
     async with target_url(url, options, profile) as target:
         run = _LiveRun(target, options, config, bundle, progress, controls, devices)
         return await run.run()
-
-
-async def _with_model(url: str, options: LiveOptions, progress: LiveProgress) -> LiveOptions:
-    """Without `model`, the one model the server lists (said as a note), else the preset's."""
-    if options.model is not None:
-        return options
-    from duplex_client.client.http import model_for_run
-
-    model = await model_for_run(
-        url,
-        None,
-        api_key=options.api_key,
-        default=preset_model(options.preset_name()),
-        note=progress.warn,
-    )
-    return dataclasses.replace(options, model=model)
 
 
 def _default_dir() -> Path:

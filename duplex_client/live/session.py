@@ -11,6 +11,7 @@ from typing import Any, Literal
 from duplex_client.client.prefetch import planning_pool
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.client.session import DuplexClientBase
+from duplex_client.client.streaming import append_planned
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.live import LiveFramer
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
@@ -282,14 +283,7 @@ class LiveSession:
             if self.feed is not None:
                 a = self.feed.resolve(a)
             sent_at = self.clock.now()
-            event_id = await self.client.append_input(
-                a.pcm or None,
-                video_frames=a.video_frames,
-                is_speech=a.is_speech,
-                media_start_ms=a.media_start_ms,
-                media_end_ms=a.media_end_ms,
-                unit_index=a.unit_index,
-            )
+            event_id = await append_planned(self.client, a)
             self.append_ids.append(event_id)
             self.timeline.add_append(a, event_id, self.clock.timing(a.media_end_ms, sent_at))
             if self.on_sent is not None:

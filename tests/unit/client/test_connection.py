@@ -136,6 +136,14 @@ def test_calls_in_the_wrong_state_raise_a_local_protocol_error() -> None:
         conn.close()
 
 
+def test_an_append_refuses_a_keyword_it_does_not_take_before_counting() -> None:
+    conn = opened()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'is_spech'"):
+        conn.append(PCM_100MS, is_spech=True)  # type: ignore[call-arg]
+    assert conn.input.samples == 0
+    assert sent(conn.append(PCM_100MS, is_speech=True, unit_index=3))["unit_index"] == 3
+
+
 def test_after_the_end_every_send_raises_a_closed_session_error() -> None:
     conn = opened()
     out = conn.receive_data(frame({"type": "session.expired", "reason": "idle_ttl_expired"}))
