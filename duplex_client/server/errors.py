@@ -6,6 +6,7 @@ from typing import Any, Final
 
 from duplex_client.protocol.client_events import ClientEvent
 from duplex_client.protocol.errors import (
+    FATAL_RESUME_CODES,
     INVALID_REQUEST_ERROR,
     RATE_LIMIT_ERROR,
     SERVER_ERROR,
@@ -32,19 +33,11 @@ _SERVER_CODES: Final = SESSION_FATAL_CODES | {
 }
 
 #: Errors scoped to one attachment (socket): never journaled, never carry `server_event_seq`.
-ENVELOPE_ERROR_CODES: Final = frozenset(
-    {
-        ErrorCode.INVALID_JSON,
-        ErrorCode.EVENT_TOO_LARGE,
-        ErrorCode.INVALID_EVENT_ACK,
-        ErrorCode.INVALID_SESSION_RESUME,
-        ErrorCode.SESSION_RESUME_EXPIRED,
-        ErrorCode.INVALID_RESUME_TOKEN,
-        ErrorCode.SESSION_RESUME_CONFLICT,
-        ErrorCode.UNSUPPORTED_SESSION_RESUME,
-        ErrorCode.UNKNOWN_SESSION,
-    }
-)
+ENVELOPE_ERROR_CODES: Final = FATAL_RESUME_CODES | {
+    ErrorCode.INVALID_JSON,
+    ErrorCode.EVENT_TOO_LARGE,
+    ErrorCode.INVALID_EVENT_ACK,
+}
 
 
 def error_class(code: str) -> str:

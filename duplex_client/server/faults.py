@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from duplex_client.protocol import codec
+from duplex_client.protocol.codec import CodecError
 
 
 class FaultSpecError(ValueError):
@@ -110,9 +112,6 @@ def _nonneg(value: Any, key: str) -> int:
 
 def _json(text: str, where: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FaultSpecError(f"invalid JSON in {where}: {exc}") from None
-    if not isinstance(data, dict):
-        raise FaultSpecError(f"{where} must be a JSON object")
-    return data
+        return codec.loads(text)
+    except CodecError as exc:
+        raise FaultSpecError(f"{where}: {exc}") from None
