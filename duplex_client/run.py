@@ -29,6 +29,7 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import MediaWarning, collect_media_warnings
 from duplex_client.payloads import PayloadKeeper
+from duplex_client.presets import PROFILE_PRESETS
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.results import (
     EXIT_FAILED,
@@ -94,7 +95,7 @@ async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]
     if url:
         yield url
         return
-    profile = options.preset if options.preset in ("aura", "joyai") else "minicpmo"
+    profile = options.preset if options.preset in PROFILE_PRESETS else "minicpmo"
     async with embedded_server(profile=profile, require_audio=options.require_audio) as server:
         yield server
 
