@@ -369,7 +369,8 @@ class SessionRun:
         committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
         if opts.manual_commit:
             await client.create_response()
-        grid = UnitGrid.from_capabilities(client.capabilities)
+        rate = client.input_pcm_format.sample_rate_hz
+        grid = UnitGrid.from_capabilities(client.capabilities, sample_rate_hz=rate)
         samples = client.audio_samples
         residual = samples > grid.start_samples(grid.unit_at_sample(samples))
         active = client.tracker.active

@@ -29,6 +29,7 @@ from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.transport import Transport
 from duplex_client.client.waiters import unwrap
+from duplex_client.framing.pcm_format import PcmFormat
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
@@ -140,6 +141,11 @@ class DuplexClientBase:
     def audio_samples(self) -> int:
         """Cumulative audio appended so far, in samples."""
         return self.connection.input.samples
+
+    @property
+    def input_pcm_format(self) -> PcmFormat:
+        """The session's input encoding and rate, which `stream` frames and sends."""
+        return PcmFormat(self.config.input_audio_format, self.config.input_sample_rate_hz)
 
     @property
     def is_open(self) -> bool:

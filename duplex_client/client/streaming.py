@@ -14,6 +14,7 @@ from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.framer import Framer
+from duplex_client.framing.pcm_format import DEFAULT_PCM, HasSessionFormat, Retargetable
 from duplex_client.framing.plan import (
     DEFAULT_CHUNK_MS,
     FramerConfig,
@@ -268,8 +269,11 @@ async def stream(
         raise ValueError("tail_silence_s must not be negative")
     clock = _stream_clock(clock, realtime, now)
     caps = target.capabilities
-    config = FramerConfig.from_capabilities(caps, chunk_ms=chunk_ms, grid=grid)
+    fmt = target.input_pcm_format if isinstance(target, HasSessionFormat) else DEFAULT_PCM
+    config = FramerConfig.from_capabilities(caps, chunk_ms=chunk_ms, grid=grid, pcm=fmt)
     pcm, sampler = _split_source(source, frames)
+    if fmt != DEFAULT_PCM and isinstance(pcm, Retargetable):
+        pcm.set_output(fmt)  # decoded straight to the session's format by the one resampler
     audio_info = pcm.info() if pcm is not None else None
     soundtrack = audio_info is not None and audio_info.get("kind") == _SOUNDTRACK_KIND
     start = _start_position(target, clock, config.grid, position)
@@ -394,6 +398,8 @@ def _prepare_timeline(
     first = timeline.chunk_ms is None
     if first:
         timeline.set_unit_grid(config.grid, caps, source="override" if grid else None)
+        if isinstance(target, HasSessionFormat):
+            timeline.input_format = target.input_pcm_format.to_dict()
     timeline.describe_stream(
         chunk_ms=config.chunk_ms,
         media_origin_ms=start.media_ms,
