@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.server_events import ServerEvent
@@ -18,6 +18,9 @@ from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
+
+if TYPE_CHECKING:
+    from duplex_client.server.drain import StreamDrain
 
 
 class SessionPort(Protocol):
@@ -82,6 +85,10 @@ class SessionPort(Protocol):
     @property
     def conversation(self) -> Conversation:
         """Responses and history."""
+
+    @property
+    def drain(self) -> StreamDrain:
+        """The end of a continuous stream."""
 
     def emit(self, event: ServerEvent, now: float) -> None:
         """Send a server event."""

@@ -25,6 +25,7 @@ from duplex_client.protocol.server_events import (
 )
 from duplex_client.server import execution, ids, playback
 from duplex_client.server.conversation import Conversation
+from duplex_client.server.drain import StreamDrain
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
@@ -80,6 +81,7 @@ class DuplexSession:
         self._retained = RetainedTurns()
         self._conversation = Conversation(self)
         self._pipeline = Pipeline(now, self._job_started)
+        self._drain = StreamDrain()
         self._decisions = Decisions(engine)
         self.on_closed: Callable[[DuplexSession], None] | None = None
         #: Called with the job of each pending decision; the I/O shell ticks when it is done.
@@ -162,6 +164,11 @@ class DuplexSession:
         return self._decisions
 
     @property
+    def drain(self) -> StreamDrain:
+        """The end of a continuous stream (`session.end` → `stream_drained`)."""
+        return self._drain
+
+    @property
     def conversation(self) -> Conversation:
         """Responses and history."""
         return self._conversation
@@ -227,6 +234,7 @@ class DuplexSession:
                 decoded = decode_client_event(event)  # bad type, unknown type, bad fields
             except SchemaError as exc:
                 raise Reject.schema(exc) from None
+            self._drain.refuse_after_end(decoded.TYPE)
             HANDLERS[decoded.TYPE](self, decoded, now)
         except Reject as rej:
             self.reject(rej, cid, now)
@@ -391,3 +399,4 @@ class DuplexSession:
             self._conversation.pump(now)
         if self.life.state.running:
             self._conversation.pump(now)
+            self._drain.poll(self, now)
