@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,11 @@ PRESETS = {
     "nemotron": nemotron,
 }
 #: Presets built from their function alone (no reference voice, no manual lane).
-PLAIN = frozenset({"aura", "personaplex", "nemotron"})
+PLAIN: dict[str, Callable[..., SessionConfig]] = {
+    "aura": aura,
+    "personaplex": personaplex,
+    "nemotron": nemotron,
+}
 #: Presets with a reference-server profile of the same name (others use `minicpmo`).
 PROFILE_PRESETS = frozenset({"aura", "joyai", "personaplex", "nemotron"})
 #: The model each preset names (`model=` in the URL and `session.update`); None names no

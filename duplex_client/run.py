@@ -56,7 +56,7 @@ from duplex_client.run_options import (
     default_run_dir,
     open_source,
 )
-from duplex_client.run_watch import LiveFigures, SessionActivity, settle_turn
+from duplex_client.run_watch import LiveFigures, SessionActivity, finish_stream, settle_turn
 from duplex_client.thumbnails import ThumbnailWriter
 
 __all__ = [
@@ -352,6 +352,7 @@ class SessionRun:
             timeline=self.timeline,
             clock=self.clock,
             on_sent=self._sent,
+            commit=self.client.takes_commits,  # not for a continuous stream or commit-free model
         )
 
     async def _finish_turn(self, sr: StreamResult) -> None:
@@ -361,6 +362,8 @@ class SessionRun:
         """
         client, opts = self.client, self.options
         if sr.commit_event_id is None:
+            if not client.takes_commits:
+                await self._finish_stream()
             return
         # From the send (the run's clock is monotonic): a decision may arrive before `stream`
         # returns, since the timeline is written off the loop.
@@ -387,6 +390,15 @@ class SessionRun:
         )
         if settled:  # what is still playing is heard to its end (the acks say so) first
             await self.listening.drain(max(0.0, deadline - time.monotonic()))
+
+    async def _finish_stream(self) -> None:
+        """No commit ends the input: `session.end` for a continuous stream, then hear it out."""
+        opts = self.options
+        left = await finish_stream(
+            self.client, self.activity, settle_s=opts.settle_s, timeout_s=opts.timeout_s
+        )
+        if left is not None:
+            await self.listening.drain(left)
 
     def _note_chunk(self) -> None:
         """Say so when the server's units are shorter than `chunk_ms` (appends were cut)."""

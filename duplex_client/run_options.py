@@ -273,7 +273,7 @@ class RunOptions:
             return presets.minicpmo_4_5(ref_audio=ref_audio, **overrides)
         if self.preset == "joyai":  # speech turns: no reference voice
             return presets.joyai(manual=self.manual_commit, **overrides)
-        base = presets.PRESETS[self.preset]() if self.preset in presets.PLAIN else SessionConfig()
+        base = presets.PLAIN[self.preset]() if self.preset in presets.PLAIN else SessionConfig()
         if ref_audio is not None:
             overrides["ref_audio"] = ref_audio
         return base.with_overrides(**overrides)

@@ -286,6 +286,32 @@ class DuplexClientBase:
         assert isinstance(result, se.InputAudioBufferCommitted)
         return result
 
+    @property
+    def continuous_stream(self) -> bool:
+        """The server's `response_lifecycle` is `continuous_stream` (input ends by `end_stream`)."""
+        return self.capabilities.raw.get("response_lifecycle") == "continuous_stream"
+
+    @property
+    def takes_commits(self) -> bool:
+        """Whether turns end with a commit (False: `supports_client_commit: false`, or a stream)."""
+        supported = self.capabilities.raw.get("supports_client_commit") is not False
+        return supported and not self.continuous_stream
+
+    async def end_stream(self, timeout: float | None = None) -> se.StreamDrained:
+        """End a continuous stream: `session.end`, then wait for `stream_drained`.
+
+        The server decides the units already sent and finishes the response it is sending
+        first; an `error` echoing the request raises. The session stays open (`close()` next).
+        """
+        event_id = await self._send(self.connection.send(ce.SessionEnd()))
+        async with asyncio.timeout(timeout):
+            outcome = self.connection.outcomes.get(event_id)
+            if outcome is None:
+                outcome = await self._consumers.outcome(event_id)
+        result = unwrap(outcome)
+        assert isinstance(result, se.StreamDrained)
+        return result
+
     async def stream(self, source: Source = None, **options: Any) -> StreamResult:
         """Stream PCM/frames on the media clock (`client.streaming.stream` options).
 
