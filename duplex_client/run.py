@@ -352,7 +352,6 @@ class SessionRun:
             timeline=self.timeline,
             clock=self.clock,
             on_sent=self._sent,
-            commit=self.client.takes_commits,  # not for a continuous stream or commit-free model
         )
 
     async def _finish_turn(self, sr: StreamResult) -> None:

@@ -81,6 +81,12 @@ class _Listenable(Protocol):
 
 
 @runtime_checkable
+class _TakesCommits(Protocol):
+    @property
+    def takes_commits(self) -> bool: ...
+
+
+@runtime_checkable
 class _Unlistenable(_Listenable, Protocol):
     def remove_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
 
@@ -236,7 +242,7 @@ async def stream(
     realtime: bool | None = None,
     chunk_ms: int = DEFAULT_CHUNK_MS,
     soundtrack_policy: SoundtrackPolicy = "trim",
-    commit: bool = True,
+    commit: bool | None = None,
     response_create: bool | None = None,
     timeline: InputTimeline | None = None,
     clock: MediaClock | None = None,
@@ -264,9 +270,14 @@ async def stream(
     called with every append as it was sent (after any relabelling). Appends are planned
     (media decoded and encoded) in a worker thread a few appends ahead of the clock; with an
     injected `sleep` they are planned inline on the loop's thread, one at a time.
+    `commit` None commits unless the session takes no commits (`takes_commits`: a
+    continuous stream ends with `end_stream()`, a commit-free model just listens on). PCM
+    goes out in the session's input format (`input_pcm_format`); file sources decode to it.
     """
     if tail_silence_s < 0:
         raise ValueError("tail_silence_s must not be negative")
+    if commit is None:  # a continuous stream or a commit-free model is never committed
+        commit = target.takes_commits if isinstance(target, _TakesCommits) else True
     clock = _stream_clock(clock, realtime, now)
     caps = target.capabilities
     fmt = target.input_pcm_format if isinstance(target, HasSessionFormat) else DEFAULT_PCM
