@@ -21,7 +21,7 @@ def caps_of(outputs: list) -> dict:
 
 
 def test_personaplex_advertises_80ms_float_input_no_resume_no_barge_in() -> None:
-    _, session, out = open_session(profile="personaplex")
+    _, _, out = open_session(profile="personaplex")
     caps = caps_of(out)
     assert caps["chunk_period_ms"] == caps["first_unit_ms"] == 80
     assert caps["input_audio_format"] == "pcm_f32le" and caps["input_sample_rate_hz"] == 24000
