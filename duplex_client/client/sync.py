@@ -156,6 +156,10 @@ class SyncDuplexClient:
         """Blocking `wait_committed`."""
         return self._runner.run(self._c().wait_committed(event_id, timeout))
 
+    def end_stream(self, timeout: float | None = None) -> se.StreamDrained:
+        """Blocking `end_stream` (a continuous stream: `session.end` → `stream_drained`)."""
+        return self._runner.run(self._c().end_stream(timeout))
+
     def create_response(self, **options: Any) -> str:
         """Blocking `create_response`."""
         return self._runner.run(self._c().create_response(**options))

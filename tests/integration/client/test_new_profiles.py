@@ -7,6 +7,7 @@ assembler accepts is captured and compared with the clip resampled independently
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from duplex_client.media.resample import frame_samples, resample
 from duplex_client.server import ReferenceServer
 from duplex_client.server.assembler import UnitAssembler
 from duplex_client.server.engine.script import Script
+from duplex_client.sync import SyncDuplexClient
 from tests.support.media_files import write_audio_file
 
 SECONDS = 1.2
@@ -121,3 +123,16 @@ async def test_nemotron_session_end_drains_then_closes_cleanly(
     assert drained.units == len(got) // 1280
     assert drained.audio_end_ms == round(len(got) / 16)
     assert drained.dropped_ms == round(len(got) % 1280 / 16)
+
+
+async def test_the_blocking_client_ends_a_continuous_stream() -> None:
+    async with ReferenceServer(profile="nemotron", engine="scripted") as server:
+
+        def script() -> tuple[int | None, int | None]:
+            with SyncDuplexClient(server.url, model=None, config=presets.nemotron()) as client:
+                client.append_input(b"\x00\x10" * 1280 * 3 + b"\x00\x10" * 160, is_speech=True)
+                drained = client.end_stream(timeout=5)
+                return drained.units, drained.dropped_ms
+
+        units, dropped = await asyncio.to_thread(script)
+    assert (units, dropped) == (3, 10)
