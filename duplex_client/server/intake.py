@@ -53,6 +53,8 @@ def _maybe_barge_in(s: SessionPort, now: float) -> None:
     active = s.conversation.active
     if s.settings.overlap_policy != "barge_in_on_speech" or active is None or not active.audio_ms:
         return
+    if not s.caps.supports_barge_in:  # personaplex, nemotron: the model cannot be cut off
+        return
     started = InputAudioBufferSpeechStarted(audio_start_ms=s.inputs.audio_end_ms, item_id=None)
     s.emit(started, now)
     s.interrupt("barge_in", now)

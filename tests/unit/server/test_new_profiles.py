@@ -150,3 +150,31 @@ def test_session_end_is_refused_without_continuous_stream(profile: str) -> None:
 def test_session_end_in_beta_names_is_the_same_event() -> None:
     _, session, _ = open_session(profile="nemotron", event_names="beta")
     assert types(session.handle({"type": "session.end"}, 0.1)) == ["stream_drained"]
+
+
+@pytest.mark.parametrize("profile", ["personaplex", "nemotron"])
+def test_speech_over_an_answer_does_not_barge_in_without_the_capability(profile: str) -> None:
+    script = Script.from_dict(
+        {
+            "chunk_ms": 200,
+            "chunk_interval_ms": 200,
+            "rules": [{"on": "unit", "index": 1, "do": "speak", "text": "a b c d e f"}],
+        }
+    )
+    pcm = f32_tone(80) if profile == "personaplex" else tone(80)
+    _, session, _ = open_session(
+        profile=profile, script=script, session={"overlap_policy": "barge_in_on_speech"}
+    )
+    seen: list[dict] = []
+    now = 0.0
+    for k in range(6):
+        now += 0.08
+        seen += events(session.handle(append(pcm, event_id=f"evt_{k}"), now))
+    for _ in range(40):
+        now += 0.1
+        seen += events(session.tick(now))
+    kinds = [e["type"] for e in seen]
+    assert "response.created" in kinds
+    assert "input_audio_buffer.speech_started" not in kinds
+    done = next(e for e in seen if e["type"] == "response.done")
+    assert done["response"]["status"] == "completed"
