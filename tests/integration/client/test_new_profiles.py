@@ -21,6 +21,7 @@ from duplex_client.framing import check_timeline
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.media import open_audio
 from duplex_client.media.resample import frame_samples, resample
+from duplex_client.protocol.errors import DuplexProtocolError
 from duplex_client.server import ReferenceServer
 from duplex_client.server.assembler import UnitAssembler
 from duplex_client.server.engine.script import Script
@@ -136,3 +137,15 @@ async def test_the_blocking_client_ends_a_continuous_stream() -> None:
 
         units, dropped = await asyncio.to_thread(script)
     assert (units, dropped) == (3, 10)
+
+
+async def test_end_stream_on_a_turn_based_profile_raises_the_servers_error() -> None:
+    async with (
+        ReferenceServer(profile="minicpmo", engine="scripted") as server,
+        DuplexClient(server.url, model="m") as client,
+    ):
+        assert client.takes_commits and not client.continuous_stream
+        with pytest.raises(DuplexProtocolError) as info:
+            await client.end_stream(timeout=5)
+        assert info.value.code == "unknown_event"
+        assert client.is_open  # request-local: the session goes on
