@@ -122,6 +122,11 @@ class TimedTarget:
         end: int = self.inner.audio_end_ms
         return end
 
+    @property
+    def input_pcm_format(self) -> Any:
+        """The wrapped session's input format (what `stream` frames and sends)."""
+        return self.inner.input_pcm_format
+
     async def append_input(
         self,
         pcm: bytes | None = None,
@@ -193,6 +198,8 @@ class ServerProcess:
     workdir: tempfile.TemporaryDirectory[str] | None = None
     #: A script for the scripted engine (None: its default script).
     script: dict[str, Any] | None = None
+    #: The server profile (`--profile`).
+    profile: str = "minicpmo"
 
     def start(self) -> str:
         """Start the server on a free loopback port and return its WebSocket URL."""
@@ -204,7 +211,8 @@ class ServerProcess:
             script.write_text(json.dumps(self.script), encoding="utf-8")
             self.options = ["--engine", "scripted", "--script", str(script)]
         args = [str(cli), "serve", "--host", "127.0.0.1", "--port", "0"]
-        args += ["--max-sessions", str(self.max_sessions), *self.options]
+        args += ["--max-sessions", str(self.max_sessions), "--profile", self.profile]
+        args += self.options
         env = {**os.environ, "NO_COLOR": "1"}
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env

@@ -1,7 +1,8 @@
-"""Session presets: MiniCPM-o 4.5, JoyAI-style and AURA-style (protocol.md §2.1, §2.4)."""
+"""Session presets: MiniCPM-o 4.5, JoyAI-, AURA-, PersonaPlex- and Nemotron-style (§2.1, §9.2)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +59,51 @@ def aura(**overrides: Any) -> SessionConfig:
     )
 
 
-PRESETS = {"minicpmo": minicpmo_4_5, "joyai": joyai, "aura": aura}
+def personaplex(*, voice: str = "NATF2.pt", persona: str = "", **overrides: Any) -> SessionConfig:
+    """PersonaPlex-style: 24 kHz `pcm_f32le` in, model-owned turns (no commits), a voice prompt.
+
+    `voice` names one of the deployment's voice prompts; `persona` becomes the instructions.
+    """
+    base = SessionConfig(
+        input_audio_format="pcm_f32le",
+        input_sample_rate_hz=24000,
+        turn_detection=None,
+        voice=voice,
+        instructions=persona,
+        extra_body={"auto_response": True},
+    )
+    return base.with_overrides(**overrides)
+
+
+def nemotron(**overrides: Any) -> SessionConfig:
+    """Nemotron VoiceChat-style: 16 kHz PCM in one continuous stream (`session.end` ends it)."""
+    base = SessionConfig(turn_detection=None, extra_body={"auto_response": True})
+    return base.with_overrides(**overrides)
+
+
+PRESETS = {
+    "minicpmo": minicpmo_4_5,
+    "joyai": joyai,
+    "aura": aura,
+    "personaplex": personaplex,
+    "nemotron": nemotron,
+}
+#: Presets built from their function alone (no reference voice, no manual lane).
+PLAIN: dict[str, Callable[..., SessionConfig]] = {
+    "aura": aura,
+    "personaplex": personaplex,
+    "nemotron": nemotron,
+}
+#: Presets with a reference-server profile of the same name (others use `minicpmo`).
+PROFILE_PRESETS = frozenset({"aura", "joyai", "personaplex", "nemotron"})
 #: The model each preset names (`model=` in the URL and `session.update`); None names no
 #: model, so the server uses the one it serves.
 PRESET_MODELS: dict[str, str | None] = {
     "minicpmo": "openbmb/MiniCPM-o-4_5",
     "joyai": None,
     "aura": None,
+    "personaplex": "nvidia/personaplex-7b-v1",
+    "nemotron": None,
     "none": None,
 }
 

@@ -29,6 +29,7 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import MediaWarning, collect_media_warnings
 from duplex_client.payloads import PayloadKeeper
+from duplex_client.presets import PROFILE_PRESETS
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.results import (
     EXIT_FAILED,
@@ -55,7 +56,7 @@ from duplex_client.run_options import (
     default_run_dir,
     open_source,
 )
-from duplex_client.run_watch import LiveFigures, SessionActivity, settle_turn
+from duplex_client.run_watch import LiveFigures, SessionActivity, finish_stream, settle_turn
 from duplex_client.thumbnails import ThumbnailWriter
 
 __all__ = [
@@ -94,7 +95,7 @@ async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]
     if url:
         yield url
         return
-    profile = options.preset if options.preset in ("aura", "joyai") else "minicpmo"
+    profile = options.preset if options.preset in PROFILE_PRESETS else "minicpmo"
     async with embedded_server(profile=profile, require_audio=options.require_audio) as server:
         yield server
 
@@ -352,6 +353,8 @@ class SessionRun:
         """
         client, opts = self.client, self.options
         if sr.commit_event_id is None:
+            if not client.takes_commits:
+                await self._finish_stream()
             return
         # From the send (the run's clock is monotonic): a decision may arrive before `stream`
         # returns, since the timeline is written off the loop.
@@ -360,7 +363,8 @@ class SessionRun:
         committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
         if opts.manual_commit:
             await client.create_response()
-        grid = UnitGrid.from_capabilities(client.capabilities)
+        rate = client.input_pcm_format.sample_rate_hz
+        grid = UnitGrid.from_capabilities(client.capabilities, sample_rate_hz=rate)
         samples = client.audio_samples
         residual = samples > grid.start_samples(grid.unit_at_sample(samples))
         active = client.tracker.active
@@ -377,6 +381,15 @@ class SessionRun:
         )
         if settled:  # what is still playing is heard to its end (the acks say so) first
             await self.listening.drain(max(0.0, deadline - time.monotonic()))
+
+    async def _finish_stream(self) -> None:
+        """No commit ends the input: `session.end` for a continuous stream, then hear it out."""
+        opts = self.options
+        left = await finish_stream(
+            self.client, self.activity, settle_s=opts.settle_s, timeout_s=opts.timeout_s
+        )
+        if left is not None:
+            await self.listening.drain(left)
 
     def _note_chunk(self) -> None:
         """Say so when the server's units are shorter than `chunk_ms` (appends were cut)."""

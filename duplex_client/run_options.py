@@ -43,7 +43,7 @@ __all__ = [
     "open_source",
 ]
 
-PRESET_NAMES = ("minicpmo", "joyai", "aura", "none")
+PRESET_NAMES = ("minicpmo", "joyai", "aura", "personaplex", "nemotron", "none")
 SOUNDTRACK_POLICIES = ("trim", "pad", "full")
 WINDOW_MODES = ("off", "basic", "context")
 #: The longest append the framer makes: appends never cross a unit boundary, so a longer
@@ -273,7 +273,7 @@ class RunOptions:
             return presets.minicpmo_4_5(ref_audio=ref_audio, **overrides)
         if self.preset == "joyai":  # speech turns: no reference voice
             return presets.joyai(manual=self.manual_commit, **overrides)
-        base = presets.aura() if self.preset == "aura" else SessionConfig()
+        base = presets.PLAIN[self.preset]() if self.preset in presets.PLAIN else SessionConfig()
         if ref_audio is not None:
             overrides["ref_audio"] = ref_audio
         return base.with_overrides(**overrides)

@@ -124,6 +124,37 @@ async def settle_turn(
         closed.cancel()
 
 
+async def finish_stream(
+    client: DuplexClientBase,
+    activity: SessionActivity,
+    *,
+    settle_s: float,
+    timeout_s: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> float | None:
+    """Finish input no commit ends; the seconds left to hear it out (None: the session ended).
+
+    A continuous stream (Nemotron-style) is ended with `session.end` and waits for
+    `stream_drained`; a commit-free model (PersonaPlex-style) is only waited for. Then the
+    session settles as after a turn with nothing due.
+    """
+    since = clock()
+    deadline = since + timeout_s
+    if client.continuous_stream:
+        await client.end_stream(timeout=timeout_s)
+    settled = await settle_turn(
+        client,
+        activity,
+        since=since,
+        due=False,
+        settle_s=settle_s,
+        deadline=deadline,
+        timeout_s=timeout_s,
+        clock=clock,
+    )
+    return max(0.0, deadline - clock()) if settled else None
+
+
 class LiveFigures:
     """Keeps a `RunProgress`'s live figures from running state, not by re-reading rows."""
 

@@ -27,6 +27,8 @@ class Preset(StrEnum):
     minicpmo = "minicpmo"
     joyai = "joyai"
     aura = "aura"
+    personaplex = "personaplex"
+    nemotron = "nemotron"
     none = "none"
 
 
@@ -91,7 +93,8 @@ ModelOpt = Annotated[
         panel=SERVER,
         metavar="NAME",
         help="Model name sent to the server. Default: the one model the server lists "
-        "(/v1/models), else the preset's (minicpmo: openbmb/MiniCPM-o-4_5; joyai, aura: none).",
+        "(/v1/models), else the preset's (minicpmo: openbmb/MiniCPM-o-4_5; personaplex: "
+        "nvidia/personaplex-7b-v1; others: none).",
     ),
 ]
 ApiKeyOpt = Annotated[

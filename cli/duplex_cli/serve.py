@@ -33,6 +33,8 @@ class Profile(StrEnum):
     minicpmo = "minicpmo"
     aura = "aura"
     joyai = "joyai"
+    personaplex = "personaplex"
+    nemotron = "nemotron"
 
 
 class Engine(StrEnum):

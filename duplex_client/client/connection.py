@@ -212,7 +212,7 @@ class ClientConnection:
         elif isinstance(event, se.ErrorEvent):
             self.errors.append(event)
             settles = event.error.event_id
-        elif isinstance(event, se.InputAudioBufferCommitted):
+        elif isinstance(event, se.InputAudioBufferCommitted | se.StreamDrained):
             settles = event.client_event_id
         elif isinstance(event, se.SessionResyncRequired):
             self.attachment.forget()  # no resume guarantees any more (§6.1)

@@ -29,6 +29,7 @@ from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.transport import Transport
 from duplex_client.client.waiters import unwrap
+from duplex_client.framing.pcm_format import PcmFormat
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
@@ -140,6 +141,11 @@ class DuplexClientBase:
     def audio_samples(self) -> int:
         """Cumulative audio appended so far, in samples."""
         return self.connection.input.samples
+
+    @property
+    def input_pcm_format(self) -> PcmFormat:
+        """The session's input encoding and rate, which `stream` frames and sends."""
+        return PcmFormat(self.config.input_audio_format, self.config.input_sample_rate_hz)
 
     @property
     def is_open(self) -> bool:
@@ -270,6 +276,32 @@ class DuplexClientBase:
                 outcome = await self._consumers.outcome(event_id)
         result = unwrap(outcome)
         assert isinstance(result, se.InputAudioBufferCommitted)
+        return result
+
+    @property
+    def continuous_stream(self) -> bool:
+        """The server's `response_lifecycle` is `continuous_stream` (input ends by `end_stream`)."""
+        return self.capabilities.raw.get("response_lifecycle") == "continuous_stream"
+
+    @property
+    def takes_commits(self) -> bool:
+        """Whether turns end with a commit (False: `supports_client_commit: false`, or a stream)."""
+        supported = self.capabilities.raw.get("supports_client_commit") is not False
+        return supported and not self.continuous_stream
+
+    async def end_stream(self, timeout: float | None = None) -> se.StreamDrained:
+        """End a continuous stream: `session.end`, then wait for `stream_drained`.
+
+        The server decides the units already sent and finishes the response it is sending
+        first; an `error` echoing the request raises. The session stays open (`close()` next).
+        """
+        event_id = await self._send(self.connection.send(ce.SessionEnd()))
+        async with asyncio.timeout(timeout):
+            outcome = self.connection.outcomes.get(event_id)
+            if outcome is None:
+                outcome = await self._consumers.outcome(event_id)
+        result = unwrap(outcome)
+        assert isinstance(result, se.StreamDrained)
         return result
 
     async def stream(self, source: Source = None, **options: Any) -> StreamResult:

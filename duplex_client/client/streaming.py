@@ -15,6 +15,7 @@ from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.framer import Framer
+from duplex_client.framing.pcm_format import DEFAULT_PCM, HasSessionFormat, Retargetable
 from duplex_client.framing.plan import (
     DEFAULT_CHUNK_MS,
     FramerConfig,
@@ -69,6 +70,12 @@ class StreamTarget(Protocol):
 @runtime_checkable
 class _Listenable(Protocol):
     def add_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
+
+
+@runtime_checkable
+class _TakesCommits(Protocol):
+    @property
+    def takes_commits(self) -> bool: ...
 
 
 @runtime_checkable
@@ -241,7 +248,7 @@ async def stream(
     realtime: bool | None = None,
     chunk_ms: int = DEFAULT_CHUNK_MS,
     soundtrack_policy: SoundtrackPolicy = "trim",
-    commit: bool = True,
+    commit: bool | None = None,
     response_create: bool | None = None,
     timeline: InputTimeline | None = None,
     clock: MediaClock | None = None,
@@ -269,13 +276,21 @@ async def stream(
     called with every append as it was sent (after any relabelling). Appends are planned
     (media decoded and encoded) in a worker thread a few appends ahead of the clock; with an
     injected `sleep` they are planned inline on the loop's thread, one at a time.
+    `commit` None commits unless the session takes no commits (`takes_commits`: a
+    continuous stream ends with `end_stream()`, a commit-free model just listens on). PCM
+    goes out in the session's input format (`input_pcm_format`); file sources decode to it.
     """
     if tail_silence_s < 0:
         raise ValueError("tail_silence_s must not be negative")
+    if commit is None:  # a continuous stream or a commit-free model is never committed
+        commit = target.takes_commits if isinstance(target, _TakesCommits) else True
     clock = _stream_clock(clock, realtime, now)
     caps = target.capabilities
-    config = FramerConfig.from_capabilities(caps, chunk_ms=chunk_ms, grid=grid)
+    fmt = target.input_pcm_format if isinstance(target, HasSessionFormat) else DEFAULT_PCM
+    config = FramerConfig.from_capabilities(caps, chunk_ms=chunk_ms, grid=grid, pcm=fmt)
     pcm, sampler = _split_source(source, frames)
+    if fmt != DEFAULT_PCM and isinstance(pcm, Retargetable):
+        pcm.set_output(fmt)  # decoded straight to the session's format by the one resampler
     audio_info = pcm.info() if pcm is not None else None
     soundtrack = audio_info is not None and audio_info.get("kind") == _SOUNDTRACK_KIND
     start = _start_position(target, clock, config.grid, position)
@@ -396,6 +411,8 @@ def _prepare_timeline(
     first = timeline.chunk_ms is None
     if first:
         timeline.set_unit_grid(config.grid, caps, source="override" if grid else None)
+        if isinstance(target, HasSessionFormat):
+            timeline.input_format = target.input_pcm_format.to_dict()
     timeline.describe_stream(
         chunk_ms=config.chunk_ms,
         media_origin_ms=start.media_ms,

@@ -142,6 +142,7 @@ class SyncDuplexClient:
     append_input = _blocking(DuplexClient.append_input)
     commit = _blocking(DuplexClient.commit)
     wait_committed = _blocking(DuplexClient.wait_committed)
+    end_stream = _blocking(DuplexClient.end_stream)
     create_response = _blocking(DuplexClient.create_response)
     cancel_response = _blocking(DuplexClient.cancel_response)
     signal_turn = _blocking(DuplexClient.signal_turn)

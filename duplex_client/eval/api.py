@@ -30,6 +30,7 @@ from duplex_client.eval.runner import (
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.presets import PROFILE_PRESETS
 from duplex_client.results import EXIT_FAILED, EXIT_OK
 from duplex_client.run_options import RunOptions
 from duplex_client.usage import UsageError
@@ -271,7 +272,7 @@ async def _endpoints(
         if urls:
             pairs = [(u, redact_url(u)) for u in urls]
         else:
-            profile = options.preset if options.preset in ("aura", "joyai") else "minicpmo"
+            profile = options.preset if options.preset in PROFILE_PRESETS else "minicpmo"
             url = await stack.enter_async_context(
                 embedded_server(
                     profile=profile,

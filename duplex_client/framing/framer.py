@@ -15,13 +15,11 @@ from duplex_client.framing.plan import (
     SoundtrackPolicy,
     StreamPosition,
 )
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup, FrameSampler, PcmSource
+from duplex_client.framing.sources import FrameGroup, FrameSampler, PcmSource
 from duplex_client.framing.units import ms_to_samples, samples_to_ms
 from duplex_client.framing.writer import FramingError, UnitWriter
 
 __all__ = ["Framer", "FramingError"]
-
-_BPS = BYTES_PER_SAMPLE
 
 
 @dataclass(slots=True)
@@ -157,23 +155,23 @@ class Framer:
         for chunk in pcm.chunks():
             buf += chunk
             total += len(chunk)
-            need = self._unit_left() * _BPS
+            need = self._unit_left() * self.config.sample_width
             while len(buf) >= need:
                 unit = bytes(buf[:need])
                 del buf[:need]
                 yield from self._fill(unit, segment, None, clip)
                 closed_any = True
-                need = self._unit_left() * _BPS
-        rest = bytes(buf[: len(buf) - len(buf) % _BPS])
-        report.original_ms = samples_to_ms(total // _BPS, rate)
-        report.has_audio = total >= _BPS
+                need = self._unit_left() * self.config.sample_width
+        rest = bytes(buf[: len(buf) - len(buf) % self.config.sample_width])
+        report.original_ms = samples_to_ms(total // self.config.sample_width, rate)
+        report.has_audio = total >= self.config.sample_width
         if not rest:
             return
         if policy == "trim" and closed_any:
-            report.trimmed_ms = samples_to_ms(len(rest) // _BPS, rate)
+            report.trimmed_ms = samples_to_ms(len(rest) // self.config.sample_width, rate)
         elif policy in ("trim", "pad") or self.config.video_required:
-            pad = self._unit_left() * _BPS - len(rest)
-            report.padded_ms = samples_to_ms(pad // _BPS, rate)
+            pad = self._unit_left() * self.config.sample_width - len(rest)
+            report.padded_ms = samples_to_ms(pad // self.config.sample_width, rate)
             yield from self._fill(rest + bytes(pad), segment, None, clip, pad_from=len(rest))
         else:
             yield from self._fill(rest, segment, None, clip)
@@ -192,7 +190,7 @@ class Framer:
             left = covered
         while left > 0:
             n = min(self._unit_left(), left)
-            yield from self._fill(bytes(n * _BPS), "tail", False, clip)
+            yield from self._fill(bytes(n * self.config.sample_width), "tail", False, clip)
             left -= n
 
     def _fill(
@@ -227,7 +225,7 @@ class Framer:
             if w.unit_open or not self.config.vision_allowed:
                 # Zero PCM up to the next boundary stands in for the VISION unit; this also
                 # finishes a partly filled audio unit before any VISION unit is sent.
-                zeros = bytes(self._unit_left() * _BPS)
+                zeros = bytes(self._unit_left() * self.config.sample_width)
                 yield from self._fill(zeros, segment, False, clip, fallback=True)
                 continue
             m0, m1 = w.media, w.media + self.config.grid.period_samples

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
+from duplex_client.framing.sources import FrameGroup
 from duplex_client.framing.units import UnitGrid, ms_to_samples
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
 
@@ -34,6 +35,8 @@ class FramerConfig:
     video_required: bool = False
     audio_allowed: bool = True
     max_frames: int = 2
+    #: Bytes per PCM sample (2: pcm16, 4: pcm_f32le); the grid holds the rate.
+    sample_width: int = 2
 
     def __post_init__(self) -> None:
         if self.chunk_ms <= 0 or self.grid.sample_rate_hz * self.chunk_ms // 1000 <= 0:
@@ -43,11 +46,20 @@ class FramerConfig:
 
     @classmethod
     def from_capabilities(
-        cls, caps: Capabilities, *, chunk_ms: int = DEFAULT_CHUNK_MS, grid: UnitGrid | None = None
+        cls,
+        caps: Capabilities,
+        *,
+        chunk_ms: int = DEFAULT_CHUNK_MS,
+        grid: UnitGrid | None = None,
+        pcm: PcmFormat = DEFAULT_PCM,
     ) -> FramerConfig:
-        """The config a server's capabilities imply (`grid` overrides the advertised one)."""
+        """The config a server's capabilities imply (`grid` overrides the advertised one).
+
+        `pcm` is the session's input format: the grid is in its samples and appends carry it.
+        """
         return cls(
-            grid=grid or UnitGrid.from_capabilities(caps),
+            grid=grid or UnitGrid.from_capabilities(caps, sample_rate_hz=pcm.sample_rate_hz),
+            sample_width=pcm.sample_width,
             chunk_ms=chunk_ms,
             vision_allowed=caps.allows(UnitKind.VISION),
             video_required=caps.video_required or not caps.allows(UnitKind.AUDIO),
@@ -145,7 +157,7 @@ class PlannedAppend:
     @property
     def samples(self) -> int:
         """Samples of PCM carried."""
-        return len(self.pcm) // BYTES_PER_SAMPLE
+        return self.audio_end_samples - self.audio_start_samples
 
     @property
     def closes_unit(self) -> bool:

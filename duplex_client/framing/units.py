@@ -41,9 +41,15 @@ class UnitGrid:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
     @classmethod
-    def from_capabilities(cls, caps: Capabilities) -> UnitGrid:
-        """The grid a server advertised."""
-        return cls(first_unit_ms=caps.first_unit_ms, chunk_period_ms=caps.chunk_period_ms)
+    def from_capabilities(
+        cls, caps: Capabilities, *, sample_rate_hz: int = INPUT_SAMPLE_RATE_HZ
+    ) -> UnitGrid:
+        """The grid a server advertised, counted in samples at `sample_rate_hz`."""
+        return cls(
+            first_unit_ms=caps.first_unit_ms,
+            chunk_period_ms=caps.chunk_period_ms,
+            sample_rate_hz=sample_rate_hz,
+        )
 
     def boundary_ms(self, k: int) -> int:
         """Cumulative audio (ms) at which unit k closes; negative k clamps to 0."""

@@ -7,11 +7,9 @@ from dataclasses import replace
 
 from duplex_client.framing.history import SentUnit, UnitHistory
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, Segment, StreamPosition
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup
+from duplex_client.framing.sources import FrameGroup
 from duplex_client.framing.units import ms_to_samples, samples_to_ms
 from duplex_client.protocol.capabilities import UnitKind
-
-_BPS = BYTES_PER_SAMPLE
 
 #: Gives the frame group of a unit spanning media [start_ms, end_ms) when an append closes it.
 FramePicker = Callable[[int, int], FrameGroup | None]
@@ -72,12 +70,16 @@ class UnitWriter:
         fallback: bool = False,
     ) -> Iterator[PlannedAppend]:
         """Appends for `pcm`, which fits in the open unit; `pad_from` bytes on are silence."""
-        total = len(pcm) // _BPS
+        total = len(pcm) // self.config.sample_width
         done = 0
         while done < total:
             n = min(self.chunk_left(), total - done)
-            speech = False if pad_from is not None and done * _BPS >= pad_from else is_speech
-            piece = pcm[done * _BPS : (done + n) * _BPS]
+            speech = (
+                False
+                if pad_from is not None and done * self.config.sample_width >= pad_from
+                else is_speech
+            )
+            piece = pcm[done * self.config.sample_width : (done + n) * self.config.sample_width]
             yield self._audio_append(piece, segment, speech, pick, fallback)
             done += n
 
@@ -91,7 +93,7 @@ class UnitWriter:
     ) -> PlannedAppend:
         rate = self.config.grid.sample_rate_hz
         unit_end = self.unit_end()
-        n = len(piece) // _BPS
+        n = len(piece) // self.config.sample_width
         start, end = self.audio, self.audio + n
         m0, m1 = self.media, self.media + n
         frames: FrameGroup | None = None

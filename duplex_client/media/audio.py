@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
 from duplex_client.media.errors import MediaError, MediaWarning, av_reason, check_file, warn_media
 from duplex_client.media.probe import MediaInfo, open_input, origin_seconds, probe
@@ -76,19 +77,17 @@ class AudioFormat:
             "sample_format": self.sample_format,
         }
 
-    def conversions(self) -> list[dict[str, Any]]:
-        """Each change to reach 16 kHz mono pcm16: sample format, then channels, then rate."""
+    def conversions(self, target: PcmFormat = DEFAULT_PCM) -> list[dict[str, Any]]:
+        """Each change to reach `target` (mono): sample format, then channels, then rate."""
         steps: list[dict[str, Any]] = []
-        if self.sample_format != TARGET_SAMPLE_FORMAT:
-            steps.append(
-                {"step": "converted", "from": self.sample_format, "to": TARGET_SAMPLE_FORMAT}
-            )
+        to_format = "float32" if target.is_float else TARGET_SAMPLE_FORMAT
+        if self.sample_format != to_format:
+            steps.append({"step": "converted", "from": self.sample_format, "to": to_format})
         if self.channels > 1:
             steps.append({"step": "downmixed", "from": self.channels, "to": 1})
-        if self.sample_rate_hz and self.sample_rate_hz != INPUT_SAMPLE_RATE_HZ:
-            steps.append(
-                {"step": "resampled", "from": self.sample_rate_hz, "to": INPUT_SAMPLE_RATE_HZ}
-            )
+        rate = target.sample_rate_hz
+        if self.sample_rate_hz and self.sample_rate_hz != rate:
+            steps.append({"step": "resampled", "from": self.sample_rate_hz, "to": rate})
         return steps
 
 
@@ -133,6 +132,12 @@ class _FileAudio:
         self._decoded_ms: int | None = None
         self._sha256: str | None = None
         self._warned: set[str] = set()
+        #: What `chunks()` produces (16 kHz int16 unless `set_output` said otherwise).
+        self.output = DEFAULT_PCM
+
+    def set_output(self, fmt: PcmFormat) -> None:
+        """Decode straight to `fmt` (the session's input format) from the next `chunks()`."""
+        self.output = fmt
 
     @property
     def duration_ms(self) -> int:
@@ -149,13 +154,13 @@ class _FileAudio:
             "duration_ms": self.duration_ms,
             "sha256": self._sha256,
             "original_format": self.original_format.to_dict(),
-            "conversions": self.original_format.conversions(),
+            "conversions": self.original_format.conversions(self.output),
         }
 
     def _finish(self, samples: int) -> None:
         if samples == 0:
             raise MediaError(self.path, "no audio samples could be decoded")
-        self._decoded_ms = samples * 1000 // INPUT_SAMPLE_RATE_HZ
+        self._decoded_ms = samples * 1000 // self.output.sample_rate_hz
         if self._estimated_ms - self._decoded_ms > _SHORTFALL_WARN_MS:
             self._warn(
                 "truncated",
@@ -198,10 +203,11 @@ class SoundFileAudio(_FileAudio):
             self.subtype == "PCM_16"
             and self.sample_rate == INPUT_SAMPLE_RATE_HZ
             and self.channels == 1
+            and self.output == DEFAULT_PCM
         )
 
     def chunks(self) -> Iterator[bytes]:
-        """16 kHz mono int16 LE PCM, about one second per chunk."""
+        """Mono PCM in `output` (16 kHz int16 LE by default), about one second per chunk."""
         import numpy as np
         import soundfile as sf
 
@@ -210,7 +216,15 @@ class SoundFileAudio(_FileAudio):
         # Anything but 16-bit PCM is read as float32: libsndfile scales integers to [-1, 1]
         # but would truncate float samples to int16 unscaled (all zero).
         native = self.native
-        resampler = None if native else Resampler(self.sample_rate, INPUT_SAMPLE_RATE_HZ)
+        out = self.output
+        kind = "<f4" if out.is_float else "<i2"
+        resampler: Resampler[Any] | None = None
+        if not native:
+            resampler = (
+                Resampler(self.sample_rate, out.sample_rate_hz, dtype=np.float32)
+                if out.is_float
+                else Resampler(self.sample_rate, out.sample_rate_hz)
+            )
         total = 0
         with sf.SoundFile(self.path) as fh:
             blocks = fh.blocks(
@@ -230,13 +244,13 @@ class SoundFileAudio(_FileAudio):
                     mono = (
                         block.mean(axis=1, dtype=np.float32) if block.shape[1] > 1 else block[:, 0]
                     )
-                    pcm = resampler.process(mono).astype("<i2").tobytes()
-                total += len(pcm) // BYTES_PER_SAMPLE
+                    pcm = resampler.process(mono).astype(kind).tobytes()
+                total += len(pcm) // out.sample_width
                 if pcm:
                     yield pcm
         if resampler is not None:
-            tail = resampler.flush().astype("<i2").tobytes()
-            total += len(tail) // BYTES_PER_SAMPLE
+            tail = resampler.flush().astype(kind).tobytes()
+            total += len(tail) // out.sample_width
             if tail:
                 yield tail
         self._finish(total)
@@ -270,12 +284,14 @@ class AvAudio(_FileAudio):
         super().__init__(path, kind, stream.duration_ms or media.duration_ms, fmt)
 
     def chunks(self) -> Iterator[bytes]:
-        """16 kHz mono int16 LE PCM from media time 0, about one second per chunk."""
+        """Mono PCM in `output` (16 kHz int16 LE by default) from media time 0, ~1 s a chunk."""
         import av
 
         from duplex_client.media.resample import PcmConverter
 
-        converter = PcmConverter()
+        out = self.output
+        width, chunk_bytes = out.sample_width, out.sample_rate_hz * out.sample_width
+        converter = PcmConverter(rate=out.sample_rate_hz, float32=out.is_float)
         buf = bytearray()
         total = 0
         started = False
@@ -299,26 +315,27 @@ class AvAudio(_FileAudio):
                 for frame in frames:
                     if not started:
                         started = True
-                        buf += bytes(_lead_in_samples(frame, origin) * BYTES_PER_SAMPLE)
+                        lead = _lead_in_samples(frame, origin, out.sample_rate_hz)
+                        buf += bytes(lead * width)
                     buf += converter.push(frame)
-                if len(buf) >= CHUNK_BYTES:
-                    total += len(buf) // BYTES_PER_SAMPLE
+                if len(buf) >= chunk_bytes:
+                    total += len(buf) // width
                     yield bytes(buf)
                     buf.clear()
         buf += converter.flush()
-        total += len(buf) // BYTES_PER_SAMPLE
+        total += len(buf) // width
         if buf:
             yield bytes(buf)
         self._finish(total)
 
 
-def _lead_in_samples(frame: AudioFrame, origin: Fraction) -> int:
+def _lead_in_samples(frame: AudioFrame, origin: Fraction, rate: int = INPUT_SAMPLE_RATE_HZ) -> int:
     """Silence (in output samples) between media time 0 and the first decoded audio."""
     if frame.pts is None or frame.time_base is None:
         return 0
     lead = Fraction(frame.pts) * frame.time_base - origin
-    samples = round(lead * INPUT_SAMPLE_RATE_HZ)
-    return samples if samples > INPUT_SAMPLE_RATE_HZ // 1000 else 0
+    samples = round(lead * rate)
+    return samples if samples > rate // 1000 else 0
 
 
 def open_audio(

@@ -220,7 +220,9 @@ def frame_samples(frame: AudioFrame) -> npt.NDArray[np.float32]:
 
 
 class PcmConverter:
-    """Push decoded `AudioFrame`s, get 16 kHz mono int16 LE bytes; `flush()` at the end.
+    """Push decoded `AudioFrame`s, get mono LE PCM bytes; `flush()` at the end.
+
+    The output is 16 kHz int16 unless `rate` / `float32` ask for another rate or float32.
 
     Frames are gathered in an `av.AudioFifo` and converted about `batch_seconds` at a time:
     one array and one resampler call per batch instead of per small decoded frame. A change
@@ -228,10 +230,14 @@ class PcmConverter:
     (its tail is flushed) and starts a new one.
     """
 
-    def __init__(self, batch_seconds: float = 1.0) -> None:
+    def __init__(
+        self, batch_seconds: float = 1.0, *, rate: int = INPUT_SAMPLE_RATE_HZ, float32: bool = False
+    ) -> None:
         self._batch_seconds = batch_seconds
+        self._rate = rate
+        self._kind = "<f4" if float32 else "<i2"
         self._fifo: AudioFifo | None = None
-        self._resampler: Resampler[np.int16] | None = None
+        self._resampler: Resampler[Any] | None = None
         self._batch = 0
 
     def push(self, frame: AudioFrame) -> bytes:
@@ -249,7 +255,12 @@ class PcmConverter:
         if self._resampler is not None and self._resampler.in_rate != frame.sample_rate:
             out += self.flush()
         if self._resampler is None:
-            self._resampler = Resampler(frame.sample_rate, INPUT_SAMPLE_RATE_HZ)
+            rate_in = frame.sample_rate
+            self._resampler = (
+                Resampler(rate_in, self._rate, dtype=np.float32)
+                if self._kind == "<f4"
+                else Resampler(rate_in, self._rate)
+            )
             self._batch = max(1, round(frame.sample_rate * self._batch_seconds))
         if self._fifo is None:
             self._fifo = av.AudioFifo()
@@ -262,7 +273,7 @@ class PcmConverter:
         """Everything still queued, and the resampler's tail."""
         if self._resampler is None:
             return b""
-        out = self._drain() + self._resampler.flush().astype("<i2").tobytes()
+        out = self._drain() + self._resampler.flush().astype(self._kind).tobytes()
         self._fifo = self._resampler = None
         return out
 
@@ -271,5 +282,5 @@ class PcmConverter:
         if batch is None or self._resampler is None:
             return b""
         pcm = self._resampler.process(frame_samples(batch))
-        out: bytes = pcm.astype("<i2").tobytes()
+        out: bytes = pcm.astype(self._kind).tobytes()
         return out

@@ -77,6 +77,17 @@ class SessionClose(ClientEvent):
 
 
 @dataclass(kw_only=True, slots=True)
+class SessionEnd(ClientEvent):
+    """`session.end`: no more input; the server answers `stream_drained` once output is out.
+
+    Only for `response_lifecycle: "continuous_stream"` (Nemotron-style); the session stays
+    open after `stream_drained` until `session.close`.
+    """
+
+    TYPE: ClassVar[str] = "session.end"
+
+
+@dataclass(kw_only=True, slots=True)
 class SessionEventAck(ClientEvent):
     """`session.event_ack`: the highest `server_event_seq` processed."""
 
@@ -285,6 +296,7 @@ _CLASSES: tuple[type[ClientEvent], ...] = (
     SessionResume,
     SessionHeartbeat,
     SessionClose,
+    SessionEnd,
     SessionEventAck,
     InputAudioBufferAppend,
     InputAudioBufferCommit,
@@ -343,6 +355,7 @@ __all__ = [
     "ResponseCancel",
     "ResponseCreate",
     "SessionClose",
+    "SessionEnd",
     "SessionEventAck",
     "SessionHeartbeat",
     "SessionResume",

@@ -27,6 +27,7 @@ _CLASSES: tuple[type[ServerEvent], ...] = (
     s.SessionExpired,
     s.SessionClosed,
     s.SessionResyncRequired,
+    s.StreamDrained,
     s.SessionHeartbeatAck,
     s.ErrorEvent,
     s.InputAudioBufferCommitted,

@@ -159,6 +159,22 @@ class SessionClosed(ServerEvent):
 
 
 @dataclass(kw_only=True, slots=True)
+class StreamDrained(ServerEvent):
+    """`stream_drained`: after `session.end`, every unit was decided and every response sent.
+
+    `audio_end_ms` is the input accepted, `units` the units the model decided, `dropped_ms`
+    the partial unit left open at `session.end` (shorter than one unit, not decided).
+    """
+
+    TYPE: ClassVar[str] = "stream_drained"
+    session_id: str | None = None
+    client_event_id: Annotated[str | None, OMIT] = None
+    audio_end_ms: int | None = None
+    units: int | None = None
+    dropped_ms: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
 class SessionResyncRequired(ServerEvent):
     """`session.resync_required`: the journal cannot guarantee replay any more."""
 
@@ -323,6 +339,7 @@ __all__ = [
     "SessionResumed",
     "SessionResyncRequired",
     "SessionUpdated",
+    "StreamDrained",
     "envelope",
     "sub_dict",
 ]

@@ -19,7 +19,7 @@ from duplex_client.protocol.server_events import (
     InputAudioBufferCleared,
     SessionHeartbeatAck,
 )
-from duplex_client.server import ids, intake, playback, turn_signals, turns
+from duplex_client.server import drain, ids, intake, playback, turn_signals, turns
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
@@ -197,6 +197,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     ce.SessionHeartbeat.TYPE: on_heartbeat,
     ce.SessionEventAck.TYPE: on_event_ack,
     ce.SessionClose.TYPE: on_close,
+    ce.SessionEnd.TYPE: drain.on_session_end,
     ce.SessionResume.TYPE: on_resume,
     ce.InputAudioBufferAppend.TYPE: intake.append,
     ce.InputAudioBufferCommit.TYPE: turns.commit,

@@ -90,6 +90,17 @@ class InputBuffer:
         return self._assembler.audio_end_ms
 
     @property
+    def units_emitted(self) -> int:
+        """Units emitted so far (the next unit's `unit_index`)."""
+        return self._assembler.next_unit_index
+
+    @property
+    def partial_ms(self) -> int:
+        """Audio of the open, partly filled unit, in ms."""
+        assembler = self._assembler
+        return assembler.to_ms(assembler.partial_bytes // assembler.bps)
+
+    @property
     def audio_started(self) -> bool:
         """Whether any audio was accepted (the input format is then fixed)."""
         return self._audio_started

@@ -103,6 +103,11 @@ class Pipeline:
             return self._items[0].ready_at
         return None
 
+    @property
+    def idle(self) -> bool:
+        """Whether no work is queued."""
+        return not self._items
+
     def undecided_commits(self) -> int:
         """How many final commits in flight will retain their turn."""
         return sum(1 for w in self._items if w.undecided_final_commit)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.server_events import ServerEvent
@@ -19,6 +19,9 @@ from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.turn_state import TurnTracker
+
+if TYPE_CHECKING:
+    from duplex_client.server.drain import StreamDrain
 
 
 class SessionPort(Protocol):
@@ -87,6 +90,10 @@ class SessionPort(Protocol):
     @property
     def turn(self) -> TurnTracker:
         """The turn state `turn.event` reports."""
+
+    @property
+    def drain(self) -> StreamDrain:
+        """The end of a continuous stream."""
 
     def emit(self, event: ServerEvent, now: float) -> None:
         """Send a server event."""

@@ -99,7 +99,7 @@ class Registry:
             limits=limits,
             faults=self.config.faults,
             beta_names=self.config.event_names == "beta",
-            resumable=self.config.resumable,
+            resumable=self.config.resumable and self.profile.resumable,
             now=now,
         )
         session.on_closed = self._on_closed
@@ -115,7 +115,7 @@ class Registry:
     def resume(self, event: dict[str, Any], now: float) -> ResumeResult:
         """Handle a first-message `session.resume` (scope H errors leave the session untouched)."""
         cid = client_event_id(event)
-        if not self.config.resumable:
+        if not (self.config.resumable and self.profile.resumable):
             rej = Reject(ErrorCode.UNSUPPORTED_SESSION_RESUME, "this server does not resume")
             return ResumeResult(None, self.handshake_error(rej, cid))
         try:

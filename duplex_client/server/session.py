@@ -25,6 +25,7 @@ from duplex_client.protocol.server_events import (
 from duplex_client.server import execution, ids, playback
 from duplex_client.server.backpressure import close_notice
 from duplex_client.server.conversation import Conversation
+from duplex_client.server.drain import StreamDrain
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
@@ -81,6 +82,7 @@ class DuplexSession:
         self._retained = RetainedTurns()
         self._conversation = Conversation(self)
         self._pipeline = Pipeline(now, self._job_started)
+        self._drain = StreamDrain()
         self._decisions = Decisions(engine)
         self._turn = TurnTracker()
         self.on_closed: Callable[[DuplexSession], None] | None = None
@@ -164,6 +166,11 @@ class DuplexSession:
         return self._decisions
 
     @property
+    def drain(self) -> StreamDrain:
+        """The end of a continuous stream (`session.end` → `stream_drained`)."""
+        return self._drain
+
+    @property
     def conversation(self) -> Conversation:
         """Responses and history."""
         return self._conversation
@@ -234,6 +241,7 @@ class DuplexSession:
                 decoded = decode_client_event(event)  # bad type, unknown type, bad fields
             except SchemaError as exc:
                 raise Reject.schema(exc) from None
+            self._drain.refuse_after_end(decoded.TYPE)
             HANDLERS[decoded.TYPE](self, decoded, now)
         except Reject as rej:
             self.reject(rej, cid, now)
@@ -415,3 +423,4 @@ class DuplexSession:
             self._conversation.pump(now)
         if self.life.state.running:
             self._conversation.pump(now)
+            self._drain.poll(self, now)

@@ -179,6 +179,8 @@ def initial_settings(profile: Profile, default_idle_timeout_s: float) -> Session
         overlap_policy=profile.default_overlap_policy,
         playback_commit_policy=profile.default_playback_commit_policy,
         idle_timeout_s=default_idle_timeout_s,
+        input_format=profile.default_input_format,
+        input_rate=profile.default_input_rate,
     )
 
 

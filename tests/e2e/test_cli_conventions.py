@@ -31,11 +31,12 @@ def test_help_has_positive_flags_choices_and_metavars(command: str) -> None:
     assert text.count("<bool>") == 1  # typer's own --help only
     expected = {
         "stream": ["--realtime", "--burst", "--reconnect", "--no-reconnect", "[trim|pad|full]",
-                   "[minicpmo|joyai|aura|none]", "[off|basic|context]", "SECONDS", "URL"],
+                   "[minicpmo|joyai|aura|personaplex|nemotron|none]", "[off|basic|context]",
+                   "SECONDS", "URL"],
         "live": ["--playback", "--no-playback", "--no-mic", "--no-camera", "[model|vad|ptt]",
                  "[toggle|hold]", "[auto|minicpmo|joyai|aura|none]", "MS:ACTION"],
-        "serve": ["[reference|vllm-omni]", "[ga|beta]", "[minicpmo|aura|joyai]",
-                  "[speech|scripted]", "-v", "-q"],
+        "serve": ["[reference|vllm-omni]", "[ga|beta]",
+                  "[minicpmo|aura|joyai|personaplex|nemotron]", "[speech|scripted]", "-v", "-q"],
     }[command]  # fmt: skip
     for needle in expected:
         assert needle in text, needle

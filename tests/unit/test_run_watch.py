@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from duplex_client.bundle import RunBundle
 from duplex_client.client.responses import ResponseTracker
 from duplex_client.framing import InputTimeline, SendTiming
+from duplex_client.framing.pcm_format import DEFAULT_PCM
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.protocol import Capabilities, UnitKind, b64encode, parse_server_event
 from duplex_client.results import RunProgress, session_handles
@@ -47,6 +48,7 @@ class FakeClient:
         self.clock = clock or time.monotonic
         self.tracker = ResponseTracker(lambda h: None, clock=self.clock)
         self.capabilities = Capabilities()
+        self.input_pcm_format = DEFAULT_PCM
         self.audio_samples = 0
         self.listeners: list[Any] = []
         self.created = 0

@@ -1,4 +1,4 @@
-"""Server profiles by name: `minicpmo` (default), `aura`, `joyai`."""
+"""Server profiles by name: `minicpmo` (default), `aura`, `joyai`, `personaplex`, `nemotron`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from duplex_client.server.profiles.aura import AURA
 from duplex_client.server.profiles.base import Profile
 from duplex_client.server.profiles.joyai import JOYAI
 from duplex_client.server.profiles.minicpmo import MINICPMO, minicpmo_profile
+from duplex_client.server.profiles.nemotron import NEMOTRON
+from duplex_client.server.profiles.personaplex import PERSONAPLEX
 
 #: Profile names the CLI offers.
-PROFILE_NAMES = ("minicpmo", "aura", "joyai")
+PROFILE_NAMES = ("minicpmo", "aura", "joyai", "personaplex", "nemotron")
+#: Profiles whose options are only the shared ones (unit code, first unit, reference voice).
+_PLAIN = {"personaplex": PERSONAPLEX, "nemotron": NEMOTRON}
 
 
 class ProfileUnavailableError(ValueError):
@@ -41,8 +45,8 @@ def get_profile(
         # vLLM-Omni serves `server_vad` where barge-in is supported: it hears the user
         # (speech_started / speech_stopped) and barges in; the model still owns the turns.
         return replace(profile, has_server_vad=server_vad)
-    if name == "aura":
-        profile = AURA
+    if name in _PLAIN or name == "aura":
+        profile = _PLAIN.get(name, AURA)
         if illegal_unit_code is not None:
             profile = replace(profile, illegal_unit_code=illegal_unit_code)
         if first_unit_ms is not None:
@@ -62,6 +66,8 @@ __all__ = [
     "AURA",
     "JOYAI",
     "MINICPMO",
+    "NEMOTRON",
+    "PERSONAPLEX",
     "PROFILE_NAMES",
     "Profile",
     "ProfileUnavailableError",

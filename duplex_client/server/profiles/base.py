@@ -35,6 +35,15 @@ class Profile:
     fixed_voice: bool = False
     #: `conversation.item.truncate` and truncating acks cut the stored assistant item.
     supports_audio_truncate: bool = True
+    #: The session's input format and rate when the handshake names none (its native one).
+    default_input_format: str = "pcm16"
+    default_input_rate: int = 16000
+    #: Whether sessions may be resumed (`supports_session_resume`; the server also allows it).
+    resumable: bool = True
+    #: Whether the model can be interrupted (`supports_barge_in`).
+    barge_in: bool = True
+    #: `continuous_stream`: input ends with `session.end`, answered by `stream_drained`.
+    response_lifecycle: str | None = None
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
@@ -48,13 +57,18 @@ class Profile:
             input_unit_kinds=derive_unit_kinds(self.required_modalities, self.optional_modalities),
             max_frames_per_append=limits.max_frames_per_append,
             max_frame_b64_chars=limits.max_frame_b64_chars,
-            supports_session_resume=resumable,
-            supports_barge_in=True,
+            supports_session_resume=resumable and self.resumable,
+            supports_barge_in=self.barge_in,
             supports_playback_ack=True,
             raw={
                 "supports_input_append": True,
                 "supports_multi_session": limits.max_sessions > 1,
                 "supports_audio_truncate": self.supports_audio_truncate,
+                **(
+                    {"response_lifecycle": self.response_lifecycle}
+                    if self.response_lifecycle is not None
+                    else {}
+                ),
                 **self.extra_capabilities,
             },
         )

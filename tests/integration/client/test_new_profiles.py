@@ -1,0 +1,151 @@
+"""The SDK against the reference server's personaplex and nemotron profiles (real loopback).
+
+A clip is written with PyAV (48 kHz AAC in an .m4a), decoded by the SDK's file source and
+streamed to an in-process reference server (scripted engine). What the server's unit
+assembler accepts is captured and compared with the clip resampled independently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from duplex_client import DuplexClient, presets
+from duplex_client.framing import check_timeline
+from duplex_client.framing.timeline import InputTimeline
+from duplex_client.media import open_audio
+from duplex_client.media.resample import frame_samples, resample
+from duplex_client.protocol.errors import DuplexProtocolError
+from duplex_client.server import ReferenceServer
+from duplex_client.server.assembler import UnitAssembler
+from duplex_client.server.engine.script import Script
+from duplex_client.sync import SyncDuplexClient
+from tests.support.media_files import write_audio_file
+
+SECONDS = 1.2
+
+
+@pytest.fixture
+def received(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every PCM payload the server's unit assembler accepts (decoded from the appends)."""
+    seen: list[bytes] = []
+    original: Callable[..., Any] = UnitAssembler.add_audio
+
+    def capture(self: UnitAssembler, pcm: bytes, *args: Any, **kwargs: Any) -> Any:
+        seen.append(bytes(pcm))
+        return original(self, pcm, *args, **kwargs)
+
+    monkeypatch.setattr(UnitAssembler, "add_audio", capture)
+    return seen
+
+
+def clip(tmp_path: Path) -> Path:
+    """A 1.2 s 330 Hz tone, 48 kHz AAC (PyAV)."""
+    return write_audio_file(tmp_path / "clip.m4a", SECONDS, 48000, 330.0)
+
+
+def resampled_clip(path: Path, rate: int) -> np.ndarray:
+    """The clip decoded by PyAV and resampled to `rate` as float32 by the package's resampler."""
+    with av.open(str(path)) as container:
+        x = np.concatenate([frame_samples(f) for f in container.decode(audio=0)])
+    return resample(x, 48000, rate)
+
+
+async def test_personaplex_frames_80ms_of_24khz_float_and_is_answered_without_commit(
+    tmp_path: Path, received: list[bytes]
+) -> None:
+    path = clip(tmp_path)
+    script = Script.from_dict({"rules": [{"on": "unit", "index": 6, "do": "speak", "text": "hi"}]})
+    timeline = InputTimeline()
+    async with (
+        ReferenceServer(profile="personaplex", engine="scripted", script=script) as server,
+        DuplexClient(server.url, model=None, config=presets.personaplex()) as client,
+    ):
+        assert client.capabilities.chunk_period_ms == 80
+        assert client.takes_commits is False
+        kinds: list[str] = []
+        client.add_listener(lambda event, _at: kinds.append(event.type))
+        result = await client.stream(open_audio(path), realtime=False, timeline=timeline)
+        assert result.commit_event_id is None  # nothing commits: the model owns the turns
+        async for handle in client.responses(idle_s=5):
+            if handle.decision == "speak":
+                await handle.wait(timeout=5)
+                break
+        else:
+            pytest.fail("no answer without a commit")
+        appends = server.appends()
+    assert handle.done and handle.audio_ms > 0
+    assert "response.created" in kinds and "input_audio_buffer.committed" not in kinds
+    assert not timeline.commits
+    # The audio sent is the clip at 24 kHz float32, sample for sample, not silence.
+    ref = resampled_clip(path, 24000)
+    got = np.frombuffer(b"".join(received), "<f4")
+    assert len(got) == len(ref) and np.array_equal(got, ref)
+    assert np.abs(got).max() > 0.2
+    # On the advertised 80 ms grid: every append but the last is one 1920-sample unit.
+    assert [a["duration_ms"] for a in appends[:-1]] == [80] * (len(appends) - 1)
+    assert [len(p) for p in received[:-1]] == [1920 * 4] * (len(received) - 1)
+    assert [a["unit_index"] for a in appends[:-1]] == list(range(len(appends) - 1))
+    doc = timeline.to_dict()
+    assert doc["input_format"] == {"encoding": "pcm_f32le", "sample_rate_hz": 24000, "channels": 1}
+    assert check_timeline(doc) == []
+
+
+async def test_nemotron_session_end_drains_then_closes_cleanly(
+    tmp_path: Path, received: list[bytes]
+) -> None:
+    path = clip(tmp_path)
+    script = Script.from_dict(
+        {
+            "chunk_ms": 200,
+            "chunk_interval_ms": 100,
+            "rules": [{"on": "unit", "index": 13, "do": "speak", "text": "one two three"}],
+        }
+    )
+    async with ReferenceServer(profile="nemotron", engine="scripted", script=script) as server:
+        async with DuplexClient(server.url, model=None, config=presets.nemotron()) as client:
+            assert client.continuous_stream and not client.takes_commits
+            result = await client.stream(open_audio(path), realtime=False)
+            assert result.commit_event_id is None
+            drained = await client.end_stream(timeout=10)
+            # The answer that was playing was finished, not cancelled, before the drain.
+            done = [h for h in client.tracker.handles.values() if h.decision == "speak"]
+        assert client.closed_reason == "client_close"
+    assert done and all(h.status == "completed" for h in done)
+    got = np.frombuffer(b"".join(received), "<i2")
+    assert np.abs(got).max() > 5000  # the clip's tone, 16 kHz PCM16 (the preset's format)
+    # Every whole 80 ms unit was decided; the partial one left is reported, not hidden.
+    assert drained.units == len(got) // 1280
+    assert drained.audio_end_ms == round(len(got) / 16)
+    assert drained.dropped_ms == round(len(got) % 1280 / 16)
+
+
+async def test_the_blocking_client_ends_a_continuous_stream() -> None:
+    async with ReferenceServer(profile="nemotron", engine="scripted") as server:
+
+        def script() -> tuple[int | None, int | None]:
+            with SyncDuplexClient(server.url, model=None, config=presets.nemotron()) as client:
+                client.append_input(b"\x00\x10" * 1280 * 3 + b"\x00\x10" * 160, is_speech=True)
+                drained = client.end_stream(timeout=5)
+                return drained.units, drained.dropped_ms
+
+        units, dropped = await asyncio.to_thread(script)
+    assert (units, dropped) == (3, 10)
+
+
+async def test_end_stream_on_a_turn_based_profile_raises_the_servers_error() -> None:
+    async with (
+        ReferenceServer(profile="minicpmo", engine="scripted") as server,
+        DuplexClient(server.url, model="m") as client,
+    ):
+        assert client.takes_commits and not client.continuous_stream
+        with pytest.raises(DuplexProtocolError) as info:
+            await client.end_stream(timeout=5)
+        assert info.value.code == "unknown_event"
+        assert client.is_open  # request-local: the session goes on
