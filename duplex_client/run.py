@@ -47,6 +47,7 @@ from duplex_client.results import (
 )
 from duplex_client.run_listening import RunListening
 from duplex_client.run_options import (
+    DEFAULT_CHUNK_MS,
     PRESET_NAMES,
     SOUNDTRACK_POLICIES,
     WINDOW_MODES,
@@ -394,7 +395,8 @@ class SessionRun:
     def _note_chunk(self) -> None:
         """Say so when the server's units are shorter than `chunk_ms` (appends were cut)."""
         asked, used = self.timeline.chunk_ms_requested, self.timeline.chunk_ms
-        if asked is not None and used is not None:
+        # the default (200 ms) cut to a shorter grid's units (80 ms) is expected: no note
+        if asked is not None and used is not None and asked != DEFAULT_CHUNK_MS:
             message = (
                 f"chunk_ms {asked} is longer than the server's units: appends were cut at "
                 f"{used} ms (input_timeline.json records chunk_ms {used})"

@@ -46,6 +46,8 @@ __all__ = [
 PRESET_NAMES = ("minicpmo", "joyai", "aura", "personaplex", "nemotron", "none")
 SOUNDTRACK_POLICIES = ("trim", "pad", "full")
 WINDOW_MODES = ("off", "basic", "context")
+#: The longest append by default; a grid with shorter units cuts it to one unit, unnoted.
+DEFAULT_CHUNK_MS = 200
 #: The longest append the framer makes: appends never cross a unit boundary, so a longer
 #: `chunk_ms` would be cut to one unit (the default grid's units are 1000 ms).
 MAX_CHUNK_MS = max(DEFAULT_FIRST_UNIT_MS, DEFAULT_CHUNK_PERIOD_MS)
@@ -131,7 +133,7 @@ class RunOptions:
     frame_max_side: int = 0
     stack_frames: int = 1
     jpeg_quality: int = 90
-    chunk_ms: int = 200
+    chunk_ms: int = DEFAULT_CHUNK_MS
     tail_silence_s: float = 0.0
     soundtrack: str = "trim"
     realtime: bool = True

@@ -70,15 +70,20 @@ def nemotron_url(tmp_path: Path) -> Iterator[str]:
     yield from serve(tmp_path, "nemotron", script)
 
 
+@pytest.mark.parametrize("chunk_ms", [None, 160])
 async def test_stream_preset_personaplex(
-    personaplex_url: str, tone_clip: Path, tmp_path: Path
+    personaplex_url: str, tone_clip: Path, tmp_path: Path, chunk_ms: int | None
 ) -> None:
     run = tmp_path / "run"
+    chunk = [] if chunk_ms is None else ["--chunk-ms", str(chunk_ms)]
     done = await run_cli(
         "--url", personaplex_url, "--preset", "personaplex", "--input-audio", str(tone_clip),
-        "--output-dir", str(run), "--burst", "--json",
+        "--output-dir", str(run), "--burst", "--json", *chunk,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    # the default 200 ms cut to the 80 ms grid is expected; an asked-for 160 ms is noted
+    noted = "chunk_ms 160 is longer than the server's units" in done.stderr
+    assert noted == (chunk_ms == 160) and "chunk_ms 200" not in done.stderr, done.stderr
     result = json.loads(done.stdout)
     assert result["ok"] is True and result["closed_reason"] == "client_close"
     timeline = load(run, "input_timeline.json")
