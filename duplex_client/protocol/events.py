@@ -17,6 +17,7 @@ from duplex_client.protocol.objects import OBJECT_CLASSES
 from duplex_client.protocol.requests import REQUEST_CLASSES
 from duplex_client.protocol.schema import prepare
 from duplex_client.protocol.server_events import ServerEvent
+from duplex_client.protocol.tools import TOOL_EVENT_CLASSES, TOOL_RECORD_CLASSES
 
 _CLASSES: tuple[type[ServerEvent], ...] = (
     s.SessionCreated,
@@ -57,6 +58,7 @@ _CLASSES: tuple[type[ServerEvent], ...] = (
     r.OverlapDecision,
     r.RateLimitsUpdated,
     r.ConnectionResumed,
+    *TOOL_EVENT_CLASSES,
 )
 
 #: Wire type (GA and beta names alike) → event class.
@@ -72,6 +74,7 @@ prepare([*SERVER_EVENT_TYPES.values(), r.UnknownEvent], "body", "tolerant")
 prepare(CLIENT_EVENT_TYPES.values(), "body", "strict")
 prepare([*OBJECT_CLASSES, ErrorInfo], "body")
 prepare(REQUEST_CLASSES, "strict")
+prepare(TOOL_RECORD_CLASSES, "body", "strict")
 
 #: Event types after which the client must not send anything (protocol.md §2.5).
 TERMINAL_EVENT_TYPES = frozenset({"session.closed", "session.expired", "session.replaced"})

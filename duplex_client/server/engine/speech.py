@@ -32,12 +32,14 @@ from duplex_client.server.engine.base import (
     Listen,
     Pending,
     Speak,
+    ToolCallView,
     TurnView,
     UnitView,
 )
 from duplex_client.server.engine.listener import PREROLL_MS, TAIL_MS, SegmentListener
 from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, to_float
 from duplex_client.server.engine.responder import Observation, Responder
+from duplex_client.server.engine.tool_intents import follow_up, with_tool_call
 from duplex_client.server.engine.vad import VadParams, speech_segments
 
 if TYPE_CHECKING:
@@ -104,8 +106,11 @@ class SpeechEngine:
         if segments:
             return self._after(
                 segments,
-                lambda texts: self._speak(
-                    self.responder.answer(Observation(" ".join(t for t in texts if t), color))
+                lambda texts: with_tool_call(
+                    texts,
+                    self._speak(
+                        self.responder.answer(Observation(" ".join(t for t in texts if t), color))
+                    ),
                 ),
             )
         if unit.images and not (self._listener is not None and self._listener.in_speech):
@@ -118,7 +123,10 @@ class SpeechEngine:
         """Answer the committed turn, or listen when it holds no speech and no new colour."""
         if self.lane == "turns":
             segments, answer = self._turns_job([turn])
-            return self._after(segments, lambda texts: self._spoken(turn, answer(texts)[0]))
+            return self._after(
+                segments,
+                lambda texts: with_tool_call(texts, self._spoken(turn, answer(texts)[0])),
+            )
         for unit in turn.units:
             self._hear(unit)
         segment = self._listener.flush() if self._listener is not None else None
@@ -126,8 +134,8 @@ class SpeechEngine:
         if segment is not None:
             return self._after(
                 [segment],
-                lambda texts: self._spoken(
-                    turn, self.responder.answer(Observation(texts[0], color))
+                lambda texts: with_tool_call(
+                    texts, self._spoken(turn, self.responder.answer(Observation(texts[0], color)))
                 ),
             )
         if any(u.images for u in turn.units):
@@ -146,7 +154,7 @@ class SpeechEngine:
         def then(texts: list[str]) -> Decision:
             text = _required(*answer(texts))
             self._remember(turns[-1].turn_id, text)
-            return Speak(text=text)
+            return with_tool_call(texts, Speak(text=text))
 
         return self._after(segments, then)
 
@@ -157,6 +165,10 @@ class SpeechEngine:
         if not turns:
             return NOTHING_TO_SAY
         return self._required_answer(turns)
+
+    def answer_function_output(self, call: ToolCallView) -> Speak | Listen:
+        """Speak the function's output ("It is <time>." for `get_time`)."""
+        return follow_up(call)
 
     def render(self, text: str, sample_rate_hz: int, audio_ms: int | None) -> list[AudioChunk]:
         """eSpeak NG speech in `chunk_ms` pieces (`audio_ms` pads or cuts it to that length)."""

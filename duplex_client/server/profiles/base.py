@@ -30,6 +30,8 @@ class Profile:
     illegal_unit_code: str = ErrorCode.BAD_EVENT
     default_playback_commit_policy: str = "commit_all_on_done"
     default_overlap_policy: str = "listen_only"
+    #: Function calling (session `tools`, `function_call` items); advertised as `supports_tools`.
+    supports_tools: bool = False
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
@@ -49,6 +51,7 @@ class Profile:
             raw={
                 "supports_input_append": True,
                 "supports_multi_session": limits.max_sessions > 1,
+                "supports_tools": self.supports_tools,
                 **self.extra_capabilities,
             },
         )
