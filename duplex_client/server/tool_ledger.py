@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.server.engine.base import ToolCallView
+from duplex_client.server.engine.base import CallTool, ToolCallView
 from duplex_client.server.errors import Reject
 
 #: Calls remembered per session (the oldest finished ones are forgotten first).
@@ -40,6 +41,8 @@ class ToolLedger:
         self.answered = 0
         #: Accepted outputs whose follow-up waits for the active response to end.
         self.waiting: list[ToolCallView] = []
+        #: Calls decided while another response was active, with their metadata.
+        self.calls_waiting: list[tuple[CallTool, dict[str, Any]]] = []
 
     def open(self, record: CallRecord) -> None:
         """Remember a new call."""

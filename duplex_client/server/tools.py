@@ -42,7 +42,13 @@ def callable_here(s: SessionPort, decision: CallTool) -> bool:
 
 
 def call(s: SessionPort, decision: CallTool, metadata: dict[str, Any], now: float) -> None:
-    """Emit the call as a response of its own (or `duplex.function_call.done` if malformed)."""
+    """Emit the call as a response of its own (or `duplex.function_call.done` if malformed).
+
+    While another response is active the call waits for its end (one response at a time).
+    """
+    if s.conversation.active is not None:
+        ledger(s).calls_waiting.append((decision, metadata))
+        return
     call_id = decision.call_id or "call_" + ids.item_id()[5:]
     if decision.malformed or not decision.name:
         raw = {"type": "function_call.done", "name": decision.name, "arguments": decision.arguments}
@@ -115,8 +121,11 @@ def on_function_output(s: SessionPort, item: dict[str, Any], now: float) -> None
 
 
 def follow_up(s: SessionPort, now: float) -> bool:
-    """Answer the oldest waiting output once the response lane is free; whether one started."""
+    """Make waiting calls, then answer the oldest waiting output; whether a response started."""
     book, conv = ledger(s), s.conversation
+    while book.calls_waiting and conv.active is None:
+        waiting, metadata = book.calls_waiting.pop(0)
+        call(s, waiting, metadata, now)
     if not book.waiting or conv.active is not None:
         return False
     view = book.waiting.pop(0)
