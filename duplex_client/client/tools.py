@@ -75,6 +75,15 @@ class CallRecord:
         }
 
 
+def describe(record: CallRecord) -> str:
+    """`name(arguments) -> output` (or `-> error: ...`) for the transcript and the turns row."""
+    call = record.call
+    said = f"{call.name}({call.arguments})"
+    if record.error is not None:
+        return f"{said} -> error: {record.error}"
+    return f"{said} -> {record.output if record.output is not None else '(no answer)'}"
+
+
 SendOutput = Callable[[str, str], Awaitable[object]]
 
 
