@@ -218,13 +218,14 @@ class RunBundle:
             for n, handle in enumerate(self.handles(), start=1):
                 if n in self._transcribed or not (handle.done or final):
                     continue
-                if handle.function_calls and not final:
-                    continue  # written once its output is known (at the end)
+                record = calls.get(handle.response_id)
+                unanswered = record is None or (record.output is None and record.error is None)
+                if handle.function_calls and unanswered and not final:
+                    continue  # written once its output is known
                 self._transcribed.add(n)
                 text = handle.transcript or handle.text
                 decision: str | None = handle.decision
                 if handle.function_calls:
-                    record = calls.get(handle.response_id)
                     decision = "function_call"
                     text = describe(record) if record is not None else str(handle.function_calls)
                 state = handle.status or "incomplete"

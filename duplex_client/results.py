@@ -281,6 +281,7 @@ def record_session(
         "output_audio_ms": bundle.output_ms,
         "reconnects": len(client.reconnects),
         "resent_appends": totals["resends"],
+        "function_calls": len(client.function_call_records),
     }
     result.timeline = timeline.to_dict()
     return handles
