@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ class SessionConfig:
     extra_body: dict[str, Any] = field(default_factory=lambda: {"auto_response": True})
     #: Function tools the session declares (`{"type": "function", "name", ...}`; a bare
     #: `{"name", ...}` gets `type: function`) and the `tool_choice` (protocol.md "Tools").
-    tools: tuple[dict[str, Any], ...] = ()
+    tools: Sequence[Mapping[str, Any]] = ()
     tool_choice: str | dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

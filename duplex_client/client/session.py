@@ -292,7 +292,7 @@ class DuplexClientBase:
 
     def function_calls(self) -> AsyncIterator[FunctionCall]:
         """Calls no handler takes, as they arrive (answer with `answer_function_call`)."""
-        return self._tools.calls()
+        return self._tools.calls(self._link.wait_ended)
 
     async def answer_function_call(self, call: FunctionCall | str, output: Any) -> None:
         """Send the output of a call taken from `function_calls()`, and record it."""

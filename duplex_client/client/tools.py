@@ -185,14 +185,27 @@ class ToolDesk:
             record.answered_at = self.clock()
         await self.send_output(call_id, text)
 
-    async def calls(self) -> AsyncIterator[FunctionCall]:
-        """Calls no handler takes, as they arrive; ends with the session."""
-        while True:
-            call = await self._queue.get()
-            if call is None:
-                self._queue.put_nowait(None)  # every iterator ends
-                return
-            yield call
+    async def calls(
+        self, ended: Callable[[], Awaitable[object]] | None = None
+    ) -> AsyncIterator[FunctionCall]:
+        """Calls no handler takes, as they arrive; ends with the session (or once `ended()` did)."""
+        stop = asyncio.ensure_future(ended()) if ended is not None else None
+        try:
+            while True:
+                get = asyncio.ensure_future(self._queue.get())
+                waits = {get} if stop is None else {get, stop}
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if not get.done():
+                    get.cancel()
+                    return
+                call = get.result()
+                if call is None:
+                    self._queue.put_nowait(None)  # every iterator ends
+                    return
+                yield call
+        finally:
+            if stop is not None:
+                stop.cancel()
 
     async def drain(self, timeout: float) -> None:
         """Wait (up to `timeout`) for handlers still running."""

@@ -121,3 +121,27 @@ async def test_iterator_raising_handler_and_unknown_function() -> None:
             assert json.loads(by_id["c_unknown"].output or "")["error"].startswith("unknown")
             sent = [json.loads(r.output or "") for r in client.function_call_records[1:]]
             assert all("error" in s for s in sent)
+
+
+async def test_the_iterator_ends_with_the_session() -> None:
+    """Closed by the client (`session.closed`), or dropped without one (no reconnection)."""
+    for drop in (False, True):
+        server = ReferenceServer(engine="scripted", tools=True)
+        await server.start()
+        config = SessionConfig(tools=(ADD,))
+        client = DuplexClient(server.url, model="m", config=config, reconnect=False)
+        await client.connect()
+
+        async def take() -> list[FunctionCall]:
+            return [call async for call in client.function_calls()]
+
+        taking = asyncio.create_task(take())
+        await asyncio.sleep(0)
+        if drop:
+            await server.stop()
+        else:
+            await client.close()
+        async with asyncio.timeout(TIMEOUT):
+            assert await taking == []
+        await client.close()
+        await server.stop()
