@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 import struct
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -132,10 +133,10 @@ async def test_the_iterator_ends_with_the_session() -> None:
         client = DuplexClient(server.url, model="m", config=config, reconnect=False)
         await client.connect()
 
-        async def take() -> list[FunctionCall]:
-            return [call async for call in client.function_calls()]
+        async def take(calls: AsyncIterator[FunctionCall]) -> list[FunctionCall]:
+            return [call async for call in calls]
 
-        taking = asyncio.create_task(take())
+        taking = asyncio.create_task(take(client.function_calls()))
         await asyncio.sleep(0)
         if drop:
             await server.stop()
