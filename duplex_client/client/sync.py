@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import PcmArray
+from duplex_client.client.tools import Handler as ToolHandler
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.protocol import server_events as se
 
@@ -87,6 +88,7 @@ class SyncDuplexClient:
         self._url = url
         self._options = options
         self.client: DuplexClient | None = None
+        self._handlers: list[tuple[str, ToolHandler]] = []
 
     def _c(self) -> DuplexClient:
         if self.client is None:
@@ -98,6 +100,8 @@ class SyncDuplexClient:
 
         async def _open() -> DuplexClient:
             client = DuplexClient(self._url, **self._options)
+            for name, handler in self._handlers:
+                client.on_function_call(name, handler)
             await client.connect()
             return client
 
@@ -182,6 +186,17 @@ class SyncDuplexClient:
                 played_ms, response_id=response_id, committed_ms=committed_ms, truncate=truncate
             )
         )
+
+    def on_function_call(self, name: str, handler: ToolHandler) -> None:
+        """`DuplexClient.on_function_call` (before or after connecting; runs on the loop thread)."""
+        if self.client is None:
+            self._handlers.append((name, handler))
+        else:
+            self.client.on_function_call(name, handler)
+
+    def send_function_output(self, call_id: str, output: Any) -> str:
+        """Blocking `send_function_output`."""
+        return self._runner.run(self._c().send_function_output(call_id, output))
 
     def send_raw(self, event: dict[str, Any]) -> str | None:
         """Blocking `send_raw`."""

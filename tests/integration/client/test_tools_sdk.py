@@ -146,3 +146,28 @@ async def test_the_iterator_ends_with_the_session() -> None:
             assert await taking == []
         await client.close()
         await server.stop()
+
+
+def test_the_blocking_client_answers_calls() -> None:
+    from duplex_client.sync import SyncDuplexClient
+
+    script = _calls({"name": "add", "arguments": {"a": 1, "b": 1}, "call_id": "c_sync"})
+
+    async def serve() -> None:
+        async with ReferenceServer(engine="scripted", tools=True, script=script) as server:
+            await asyncio.to_thread(_blocking_round_trip, server.url, SyncDuplexClient)
+
+    asyncio.run(serve())
+
+
+def _blocking_round_trip(url: str, sync_client: Any) -> None:
+    with sync_client(url, model="m", config=SessionConfig(tools=(ADD,))) as client:
+        client.on_function_call("add", lambda args, call: args["a"] + args["b"])
+        client.append_input(tone(1000))
+        client.wait_committed(client.commit(), timeout=TIMEOUT)
+        for handle in client.responses(timeout=TIMEOUT):
+            if handle.decision == "speak":
+                done = client.wait(handle, TIMEOUT)
+                assert done.transcript == "The add function returned 2."
+                return
+        raise AssertionError("no spoken follow-up")
