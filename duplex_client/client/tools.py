@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
-from duplex_client.protocol.tools import output_text
+from duplex_client.protocol.tools import DuplexFunctionCallDone, output_text
 
 log = logging.getLogger("duplex_client")
 
@@ -96,6 +96,8 @@ class ToolDesk:
     clock: Callable[[], float]
     handlers: dict[str, Handler] = field(default_factory=dict)
     records: list[CallRecord] = field(default_factory=list)
+    #: Engine calls the server passed on as `duplex.function_call.done` (unanswerable).
+    malformed: list[dict[str, Any]] = field(default_factory=list)
     _queue: asyncio.Queue[FunctionCall | None] = field(default_factory=asyncio.Queue)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _by_id: dict[str, CallRecord] = field(default_factory=dict)
@@ -112,6 +114,10 @@ class ToolDesk:
         """Listener: dispatch each completed `function_call` item once."""
         if event.type in _TERMINAL:
             self._queue.put_nowait(None)
+            return
+        if isinstance(event, DuplexFunctionCallDone):
+            self.malformed.append(dict(event.event))
+            log.warning("server passed on a function call without call_id or name: %s", event.event)
             return
         if not isinstance(event, r.ResponseOutputItemDone):
             return
