@@ -175,18 +175,23 @@ def _blocking_round_trip(url: str, sync_client: Any) -> None:
 
 async def test_a_malformed_call_is_kept_and_not_answered() -> None:
     script = _calls({"name": "add", "malformed": True})
-    async with ReferenceServer(engine="scripted", tools=True, script=script) as server:
-        async with DuplexClient(server.url, model="m", config=SessionConfig(tools=(ADD,))) as c:
-            await c.append_input(tone(1000))
-            await c.commit()
-            async with asyncio.timeout(TIMEOUT):
-                async for event in c.events():
-                    if event.type == "duplex.function_call.done":
-                        break
-            assert c._tools.malformed == [
-                {"type": "function_call.done", "name": "add", "arguments": "{}"}
-            ]
-            assert c.function_call_records == []
-    async with ReferenceServer(engine="scripted") as plain:
-        async with DuplexClient(plain.url, model="m") as c:
-            assert c.capabilities.supports_tools is False
+    config = SessionConfig(tools=(ADD,))
+    async with (
+        ReferenceServer(engine="scripted", tools=True, script=script) as server,
+        DuplexClient(server.url, model="m", config=config) as c,
+    ):
+        await c.append_input(tone(1000))
+        await c.commit()
+        async with asyncio.timeout(TIMEOUT):
+            async for event in c.events():
+                if event.type == "duplex.function_call.done":
+                    break
+        assert c._tools.malformed == [
+            {"type": "function_call.done", "name": "add", "arguments": "{}"}
+        ]
+        assert c.function_call_records == []
+    async with (
+        ReferenceServer(engine="scripted") as plain,
+        DuplexClient(plain.url, model="m") as c,
+    ):
+        assert c.capabilities.supports_tools is False
