@@ -34,6 +34,11 @@ class Profile:
     supports_tools: bool = False
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
+    @property
+    def calls_functions(self) -> bool:
+        """Whether the model calls functions (`supports_tools`, also when set as a capability)."""
+        return self.supports_tools or self.extra_capabilities.get("supports_tools") is True
+
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
         """The `session.capabilities` this profile advertises under these limits."""
         return Capabilities(
