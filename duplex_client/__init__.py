@@ -7,6 +7,7 @@ from duplex_client import presets
 from duplex_client.client import (
     DuplexClient,
     DuplexClientBase,
+    FunctionCall,
     LocalProtocolError,
     ReconnectPolicy,
     ResponseHandle,
@@ -45,6 +46,7 @@ __all__ = [
     "DuplexProtocolError",
     "DuplexSessionClosedError",
     "ErrorCode",
+    "FunctionCall",
     "LocalProtocolError",
     "ReconnectPolicy",
     "ResponseHandle",

@@ -24,6 +24,7 @@ from typing import Any
 from duplex_client.client.config import redact
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
+from duplex_client.client.tools import describe
 from duplex_client.client.transport import redact_url
 from duplex_client.files import write_text_atomic
 from duplex_client.framing.clock import MediaClock
@@ -213,16 +214,23 @@ class RunBundle:
         if self._client is None:
             return
         with (self.dir / "transcript.txt").open("a", encoding="utf-8") as out:
+            calls = {r.call.response_id: r for r in self._client.function_call_records}
             for n, handle in enumerate(self.handles(), start=1):
                 if n in self._transcribed or not (handle.done or final):
                     continue
+                record = calls.get(handle.response_id)
+                unanswered = record is None or (record.output is None and record.error is None)
+                if handle.function_calls and unanswered and not final:
+                    continue  # written once its output is known
                 self._transcribed.add(n)
                 text = handle.transcript or handle.text
+                decision: str | None = handle.decision
+                if handle.function_calls:
+                    decision = "function_call"
+                    text = describe(record) if record is not None else str(handle.function_calls)
                 state = handle.status or "incomplete"
                 where = self._placement(handle)
-                out.write(
-                    f"[{n}] {handle.response_id} {handle.decision} ({state}) {where}: {text}\n"
-                )
+                out.write(f"[{n}] {handle.response_id} {decision} ({state}) {where}: {text}\n")
 
     def _placement(self, handle: ResponseHandle) -> str:
         """`unit_index=… heard_start_ms=…` for a transcript row (`-` when unknown)."""

@@ -131,6 +131,8 @@ class RunResult:
     user_speech: list[dict[str, float]] | None = None
     warnings: list[str] = field(default_factory=list)
     listening_error: str | None = None
+    #: Every function call the server made and its answer (`CallRecord.to_dict()`).
+    function_calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def transcript(self) -> str:
@@ -211,6 +213,7 @@ class RunResult:
             "counts": self.counts,
             "lateness_ms": self.lateness_ms,
             "transcript": self.transcript,
+            **({"function_calls": self.function_calls} if self.function_calls else {}),
             **self._listening_dict(),
         }
 
@@ -237,7 +240,7 @@ class RunResult:
 TURN_COLUMNS = (
     "response_id", "unit_index", "decided_ms", "first_audio_ms", "heard_start_ms",
     "heard_end_ms", "heard_ms", "received_ms", "cut", "user_end_ms", "user_end_source",
-    "latency_ms", "server_ms", "transcript", "overlap_ms", "gap_ms",
+    "latency_ms", "server_ms", "transcript", "overlap_ms", "gap_ms", "kind", "function_call",
 )  # fmt: skip
 
 
@@ -278,6 +281,7 @@ def record_session(
         "output_audio_ms": bundle.output_ms,
         "reconnects": len(client.reconnects),
         "resent_appends": totals["resends"],
+        "function_calls": len(client.function_call_records),
     }
     result.timeline = timeline.to_dict()
     return handles

@@ -57,6 +57,7 @@ from duplex_client.run_options import (
     default_run_dir,
     open_source,
 )
+from duplex_client.run_tools import function_call_turns, install_answers, merge_turns
 from duplex_client.run_watch import LiveFigures, SessionActivity, finish_stream, settle_turn
 from duplex_client.thumbnails import ThumbnailWriter
 
@@ -231,6 +232,7 @@ class SessionRun:
             # Realtime: acks carry what the virtual listener heard; asap has no listener.
             ack_policy="manual" if options.realtime else "received",
         )
+        install_answers(self.client, options.fixed_tool_results())
         self.clock = MediaClock("realtime" if options.realtime else "asap")
         self.listening = RunListening(
             self.client,
@@ -300,6 +302,10 @@ class SessionRun:
         except Exception as exc:  # the record of the run must still be written
             result.listening_error = f"{type(exc).__name__}: {exc}"
             self.progress.warn(f"turn metrics not measured: {result.listening_error}")
+        records = self.client.function_call_records
+        result.function_calls = [r.to_dict() for r in records]
+        if result.turns is not None:
+            result.turns = merge_turns(result.turns, function_call_turns(records, self.clock))
 
     def _explain(self, exc: DuplexClientError) -> str:
         """The failure, with the server's own errors when it ended the session."""

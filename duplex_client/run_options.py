@@ -157,6 +157,10 @@ class RunOptions:
     #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or
     #: segments given inline (`{"start_ms", "end_ms"}` mappings or `SpeechSegment`s).
     annotations: str | os.PathLike[str] | Sequence[Mapping[str, Any] | SpeechSegment] | None = None
+    #: Function tools to declare: a JSON file (a list, or `{"tools", "tool_choice"}`) or a list.
+    tools: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None
+    #: Fixed answers per function: `"NAME=JSON"` strings or a name → value mapping.
+    tool_results: Mapping[str, Any] | Sequence[str] | None = None
 
     @property
     def model_name(self) -> str | None:
@@ -228,12 +232,29 @@ class RunOptions:
                 raise UsageError(
                     f"{name} must be one of {allowed}, got {getattr(self, name)!r}", param=name
                 )
+        self.fixed_tool_results()  # loads and checks the tools file too
         if media and self.input_image and not self.input_audio and self.tail_silence_s <= 0:
             raise UsageError(
                 "an image alone has no length: add input_audio or tail_silence_s",
                 param="input_image",
                 keywords=("input_audio", "tail_silence_s"),
             )
+
+    def declared_tools(self) -> tuple[tuple[dict[str, Any], ...], Any]:
+        """The `tools` and `tool_choice` to declare (`UsageError` for a bad tools file)."""
+        from duplex_client.run_tools import load_tools
+
+        return ((), None) if self.tools is None else load_tools(self.tools)
+
+    def fixed_tool_results(self) -> dict[str, str]:
+        """The output per function from `tool_results` (`UsageError` names a bad one)."""
+        from duplex_client.run_tools import parse_tool_results
+
+        if self.tool_results is None:
+            return {}
+        tools, _ = self.declared_tools()
+        names = [str(t.get("name")) for t in tools]
+        return parse_tool_results(self.tool_results, names)
 
     def ref_audio_url(self) -> str | None:
         """`ref_audio` as a data URL, decoded first: not a WAV with samples is a `UsageError`.
@@ -252,7 +273,14 @@ class RunOptions:
         return ReconnectPolicy(attempts=self.reconnect_attempts) if self.reconnect else None
 
     def session_config(self) -> SessionConfig:
-        """The session config: `config` if given, else the preset plus the options."""
+        """The session config: `config` if given, else the preset plus the options (and tools)."""
+        config = self._preset_config()
+        tools, choice = self.declared_tools()
+        if tools:
+            config = config.with_overrides(tools=tools, tool_choice=choice)
+        return config
+
+    def _preset_config(self) -> SessionConfig:
         from duplex_client import presets
 
         if self.config is not None:

@@ -166,6 +166,26 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
         ],
         None,
     ),
+    (
+        "tools",
+        _path(
+            SESSION,
+            'Function tools to declare: a JSON list, or {"tools": [...], "tool_choice": ...}.',
+        ),
+        None,
+    ),
+    (
+        "tool_result",
+        Annotated[
+            list[str] | None,
+            _opt(
+                panel=SESSION,
+                metavar="NAME=JSON",
+                help="Answer every call of NAME with this JSON value (repeatable; needs --tools).",
+            ),
+        ],
+        None,
+    ),
     ("output_dir", OutputDirOpt, None),
     (
         "keep_payloads",
@@ -226,6 +246,9 @@ def run_options(values: dict[str, Any]) -> RunOptions:
             kw[name] = kw[name].value
     if burst:
         kw["realtime"] = False
+    results = kw.pop("tool_result", None)
+    if results:
+        kw["tool_results"] = tuple(results)
     kw["window_knobs"] = {k: v for k, v in knobs.items() if v is not None}
     return RunOptions(**kw)
 

@@ -57,6 +57,7 @@ FLAG_NAMES: dict[str, str] = {
     "window_knobs": "--basic-window-*/--context-*",
     "no_playback": "--no-playback",
     "playback": "--playback/--no-playback",
+    "tool_results": "--tool-result",
 }
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 

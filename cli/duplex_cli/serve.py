@@ -115,6 +115,16 @@ def serve_command(
             help="minicpmo: reject frame-only appends (audio required).",
         ),
     ] = False,
+    supports_tools: Annotated[
+        bool,
+        Opt(
+            "--supports-tools",
+            metavar="",
+            rich_help_panel=_REFERENCE,
+            help="Any profile: advertise supports_tools and take session tools "
+            "(function calls come from the engine: a script's 'call', or get_time).",
+        ),
+    ] = False,
     faults: Annotated[
         str | None,
         Opt(
@@ -214,6 +224,7 @@ def serve_command(
             api_key=api_key,
             event_names=event_names.value,
             require_audio=require_audio,
+            supports_tools=supports_tools,
             faults=faults,
             max_sessions=max_sessions,
             first_unit_ms=first_unit_ms,
@@ -288,6 +299,7 @@ def _reference_config(**opts: Any) -> Any:
         port=opts["port"],
         profile=opts["profile"],
         require_audio=opts["require_audio"],
+        tools=opts.get("supports_tools", False),
         first_unit_ms=opts["first_unit_ms"],
         illegal_unit_code=opts["illegal_unit_code"],
         require_ref_audio=opts["require_ref_audio"],

@@ -54,6 +54,9 @@ class Turn:
     #: and the silence before it (None: not heard, or no user end before it).
     overlap_ms: float = 0.0
     gap_ms: float | None = None
+    #: `response` (a spoken answer) or `function_call` (a call and its output, not heard).
+    kind: str = "response"
+    function_call: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row."""

@@ -7,17 +7,20 @@ from duplex_client.client.queues import Broadcaster, DropOldestQueue, Subscripti
 from duplex_client.client.responses import Decision, ResponseHandle, ResponseTracker
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.client.session import DuplexClientBase, EventListener
+from duplex_client.client.tools import CallRecord, FunctionCall
 from duplex_client.client.transport import Transport, TransportClosed, WebSocketTransport, build_url
 from duplex_client.client.websocket import DuplexClient
 
 __all__ = [
     "Broadcaster",
+    "CallRecord",
     "ClientConnection",
     "Decision",
     "DropOldestQueue",
     "DuplexClient",
     "DuplexClientBase",
     "EventListener",
+    "FunctionCall",
     "LocalProtocolError",
     "Output",
     "ReconnectPolicy",

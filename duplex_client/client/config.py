@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from duplex_client.protocol.codec import b64encode
+from duplex_client.protocol.tool_items import (
+    check_tool_choice,
+    check_tools,
+    choice_name,
+    tool_names,
+)
 
 #: Keys whose values are secrets or bulky credentials and never reach logs or dumps.
 SECRET_SESSION_KEYS = frozenset({"ref_audio", "resume_token", "api_key", "authorization"})
@@ -82,6 +89,28 @@ class SessionConfig:
     #: Ask the server to transcribe committed user audio (e.g. `{"model": "…"}`).
     input_audio_transcription: dict[str, Any] | None = None
     extra_body: dict[str, Any] = field(default_factory=lambda: {"auto_response": True})
+    #: Function tools the session declares (`{"type": "function", "name", ...}`; a bare
+    #: `{"name", ...}` gets `type: function`) and the `tool_choice` (protocol.md "Tools").
+    tools: Sequence[Mapping[str, Any]] = ()
+    tool_choice: str | dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        """Check `tools` and `tool_choice` now: a tool declared twice is a `ValueError`."""
+        tools = tuple({"type": "function", **dict(t)} for t in self.tools)
+        object.__setattr__(self, "tools", tools)
+        problem = check_tools(list(tools))
+        if problem is None and self.tool_choice is not None:
+            problem = check_tool_choice(self.tool_choice)
+            named = choice_name(self.tool_choice)
+            if problem is None and named is not None and named not in tool_names(list(tools)):
+                problem = f"tool_choice names {named!r}, which tools does not declare"
+        if problem is not None:
+            raise ValueError(f"invalid tools: {problem}")
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The declared functions' names."""
+        return tool_names(list(self.tools))
 
     @property
     def auto_response(self) -> bool:
@@ -134,6 +163,8 @@ class SessionConfig:
             "overlap_barge_in_ms": self.overlap_barge_in_ms,
             "overlap_silence_rms": self.overlap_silence_rms,
             "input_audio_transcription": self.input_audio_transcription,
+            "tools": [dict(t) for t in self.tools] or None,
+            "tool_choice": self.tool_choice,
         }
         session.update({k: v for k, v in optional.items() if v is not None})
         return session

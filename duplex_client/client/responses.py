@@ -55,6 +55,8 @@ class ResponseHandle:
         #: Raw server events at the moments metrics are taken from (created, first_audio,
         #: first_text, done): where a server reports its own request or engine metrics.
         self.marks: dict[str, dict[str, Any]] = {}
+        #: The `function_call` items of a response that called functions (protocol "Tools").
+        self.function_calls: list[dict[str, Any]] = []
         self._clock = clock
         self._pcm = bytearray()
         self._chunks: DropOldestQueue[bytes] = DropOldestQueue()
@@ -257,9 +259,12 @@ class ResponseTracker:
         handle = self.handles.get(rid) if rid is not None else None
         if handle is None or handle.done:
             return
+        calls = [i for i in event.response.get("output") or () if _is_call(i)]
+        if calls:
+            handle.function_calls = calls
         if event.status == "cancelled":
             self.fence(rid)
-        elif handle.decision is None:
+        elif handle.decision is None and not calls:  # a function call is not speech
             self._decide(handle, "speak")
         if handle.decision is None:
             self._decide(handle, "listen")
@@ -362,3 +367,7 @@ class PlaybackAcks:
             received_counts=self.policy == "received", skip_sealed=skip_sealed
         )
         return [self.ack(played, rid, None, truncate) for rid, played, truncate in due]
+
+
+def _is_call(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "function_call"

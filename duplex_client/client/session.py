@@ -27,6 +27,8 @@ from duplex_client.client.responses import AckPolicy, ResponseHandle, ResponseTr
 from duplex_client.client.resume import ReconnectListener, ReconnectPolicy, ReconnectReport
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
+from duplex_client.client.tools import CallRecord, FunctionCall, ToolDesk
+from duplex_client.client.tools import Handler as ToolHandler
 from duplex_client.client.transport import Transport
 from duplex_client.client.waiters import unwrap
 from duplex_client.framing.pcm_format import PcmFormat
@@ -35,6 +37,7 @@ from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import DuplexSessionClosedError
+from duplex_client.protocol.tools import function_call_output, output_text
 
 
 class DuplexClientBase:
@@ -74,6 +77,12 @@ class DuplexClientBase:
             self.connection, self._link, self._consumers, clock=clock, policy=self.reconnect_policy
         )
         self._last_stream: StreamResult | None = None
+        self._tools = ToolDesk(
+            send_output=self.send_function_output,
+            declared=frozenset(self.config.tool_names),
+            clock=clock,
+        )
+        self._consumers.add_listener(self._tools.on_event)
 
     # --- state (the connection's) ---
 
@@ -266,6 +275,32 @@ class DuplexClientBase:
         await self._link.transmit(send)
         return send.event_id
 
+    async def send_function_output(self, call_id: str, output: Any) -> str:
+        """Answer a function call (`conversation.item.create` of a `function_call_output`)."""
+        event = function_call_output(call_id, output_text(output))
+        return await self._send(self.connection.send(event))
+
+    def on_function_call(self, name: str, handler: ToolHandler) -> None:
+        """Answer calls of `name` ("*": any other) with `handler(args, call)`, sync or async.
+
+        Its return value (JSON-encoded unless a string) is sent as the output; if it raises,
+        `{"error": ...}` is sent and the error recorded (`function_call_records`).
+        """
+        self._tools.register(name, handler)
+
+    def function_calls(self) -> AsyncIterator[FunctionCall]:
+        """Calls no handler takes, as they arrive (answer with `answer_function_call`)."""
+        return self._tools.calls(self._link.wait_ended)
+
+    async def answer_function_call(self, call: FunctionCall | str, output: Any) -> None:
+        """Send the output of a call taken from `function_calls()`, and record it."""
+        await self._tools.answer(call if isinstance(call, str) else call.call_id, output)
+
+    @property
+    def function_call_records(self) -> list[CallRecord]:
+        """Every function call the server made, with its output or error, in call order."""
+        return list(self._tools.records)
+
     async def wait_committed(
         self, event_id: str, timeout: float | None = None
     ) -> se.InputAudioBufferCommitted:
@@ -378,6 +413,8 @@ class DuplexClientBase:
                     await self._link.wait_ended()
             except TimeoutError:
                 pass
+        await self._tools.drain(self.close_timeout)
         await self._link.close()
+        self._tools.end()
         self._driver.perform(self.connection.terminate("client_close"))
         await self._driver.stop()

@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duplex_client.client.responses import ResponseHandle
+from duplex_client.client.tools import Handler as ToolHandler
 from duplex_client.client.websocket import DuplexClient
 
 T = TypeVar("T")
@@ -102,6 +103,7 @@ class SyncDuplexClient:
         self._url = url
         self._options = options
         self.client: DuplexClient | None = None
+        self._handlers: list[tuple[str, ToolHandler]] = []
 
     def _c(self) -> DuplexClient:
         if self.client is None:
@@ -113,6 +115,8 @@ class SyncDuplexClient:
 
         async def _open() -> DuplexClient:
             client = DuplexClient(self._url, **self._options)
+            for name, handler in self._handlers:
+                client.on_function_call(name, handler)
             await client.connect()
             return client
 
@@ -149,6 +153,15 @@ class SyncDuplexClient:
     clear_input = _blocking(DuplexClient.clear_input)
     ack_playback = _blocking(DuplexClient.ack_playback)
     send_raw = _blocking(DuplexClient.send_raw)
+
+    def on_function_call(self, name: str, handler: ToolHandler) -> None:
+        """`DuplexClient.on_function_call` (before or after connecting; runs on the loop thread)."""
+        if self.client is None:
+            self._handlers.append((name, handler))
+        else:
+            self.client.on_function_call(name, handler)
+
+    send_function_output = _blocking(DuplexClient.send_function_output)
 
     def responses(self, timeout: float | None = None) -> Iterator[ResponseHandle]:
         """Yield response handles as decided, until the session ends (or `timeout` per item)."""

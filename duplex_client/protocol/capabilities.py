@@ -99,6 +99,11 @@ class Capabilities:
         )
 
     @property
+    def supports_tools(self) -> bool:
+        """Whether the server's model calls functions (`supports_tools`, protocol.md §11)."""
+        return self.raw.get("supports_tools") is True
+
+    @property
     def audio_required(self) -> bool:
         """Every unit must carry audio (frame-only VISION units are illegal)."""
         return UnitKind.VISION not in self.input_unit_kinds

@@ -46,6 +46,11 @@ class ErrorCode:
     UNSUPPORTED_NATIVE_RESPONSE_OPTIONS: Final = "unsupported_native_response_options"
     MISSING_ITEM_ID: Final = "missing_item_id"
     ITEM_NOT_FOUND: Final = "item_not_found"
+    # function calling (protocol.md "Tools")
+    INVALID_TOOLS: Final = "invalid_tools"
+    UNKNOWN_FUNCTION_CALL: Final = "unknown_function_call"
+    DUPLICATE_FUNCTION_OUTPUT: Final = "duplicate_function_output"
+    INVALID_FUNCTION_CALL_OUTPUT: Final = "invalid_function_call_output"
     PLAYBACK_ITEM_MISMATCH: Final = "playback_item_mismatch"
     PLAYBACK_ITEM_NOT_FOUND: Final = "playback_item_not_found"
     PLAYBACK_ACK_TOO_LATE: Final = "playback_ack_too_late"

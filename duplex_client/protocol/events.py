@@ -18,6 +18,7 @@ from duplex_client.protocol.objects import OBJECT_CLASSES
 from duplex_client.protocol.requests import REQUEST_CLASSES
 from duplex_client.protocol.schema import prepare
 from duplex_client.protocol.server_events import ServerEvent
+from duplex_client.protocol.tools import TOOL_EVENT_CLASSES, TOOL_RECORD_CLASSES
 
 _CLASSES: tuple[type[ServerEvent], ...] = (
     s.SessionCreated,
@@ -60,6 +61,7 @@ _CLASSES: tuple[type[ServerEvent], ...] = (
     r.RateLimitsUpdated,
     r.ConnectionResumed,
     d.TurnEvent,
+    *TOOL_EVENT_CLASSES,
 )
 
 #: Wire type (GA and beta names alike) → event class.
@@ -75,6 +77,7 @@ prepare([*SERVER_EVENT_TYPES.values(), r.UnknownEvent, d.HandshakeError], "body"
 prepare(CLIENT_EVENT_TYPES.values(), "body", "strict")
 prepare([*OBJECT_CLASSES, ErrorInfo], "body")
 prepare(REQUEST_CLASSES, "strict")
+prepare(TOOL_RECORD_CLASSES, "body", "strict")
 
 #: Event types after which the client must not send anything (protocol.md §2.5).
 TERMINAL_EVENT_TYPES = frozenset({"session.closed", "session.expired", "session.replaced"})

@@ -178,6 +178,9 @@ class SessionObject(Record):
     extra_body: dict[str, Any] = field(default_factory=dict)
     capabilities: dict[str, Any] = field(default_factory=dict)
     playback: PlaybackTotals = field(default_factory=PlaybackTotals)
+    #: Declared function tools and the `tool_choice` (protocol.md "Tools").
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: Any = "auto"
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

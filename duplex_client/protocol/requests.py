@@ -13,6 +13,7 @@ from typing import Annotated, Any, Final
 from duplex_client.protocol.codec import CodecError, b64decode
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.schema import Record, Rule
+from duplex_client.protocol.tool_items import check_tool_choice, check_tools
 
 #: Input encodings (aliases → canonical) and their bytes per sample (§2.1). `pcm` is PCM16
 #: (vLLM-Omni's spelling); G.711 µ-law and A-law carry 8 bits a sample.
@@ -40,6 +41,7 @@ WINDOW_MODES: Final = ("off", "basic", "context")
 MODALITIES: Final = ("audio", "text")
 _PCM_OBJECT_TYPES: Final = ("audio/pcm", "pcm16")
 _UNSUPPORTED: Final = ErrorCode.UNSUPPORTED_AUDIO_FORMAT
+_TOOLS: Final = ErrorCode.INVALID_TOOLS
 
 
 def input_format(value: Any) -> tuple[str, int | None]:
@@ -171,6 +173,8 @@ class SessionRequest(Record):
         Any | None, Rule(check=_data_url, code=ErrorCode.UNSUPPORTED_REF_AUDIO_PATH)
     ] = None
     extra_body: Annotated[dict[str, Any] | None, Rule(schema=ExtraBody)] = None
+    tools: Annotated[list[dict[str, Any]] | None, Rule(check=check_tools, code=_TOOLS)] = None
+    tool_choice: Annotated[Any | None, Rule(check=check_tool_choice, code=_TOOLS)] = None
 
 
 @dataclass(kw_only=True, slots=True)

@@ -225,6 +225,9 @@ def _units(appends: list[dict[str, Any]], thumbnails: set[str]) -> list[UnitBloc
 
 
 def _turn(number: int, row: dict[str, Any]) -> TurnSpan:
+    said = str(row.get("transcript") or "")
+    if row.get("kind") == "function_call":  # a call and its answer (protocol.md §11)
+        said = f"function call: {said}"
     return TurnSpan(
         number=number,
         response_id=str(row.get("response_id")),
@@ -237,7 +240,7 @@ def _turn(number: int, row: dict[str, Any]) -> TurnSpan:
         server_ms=_float_or_none(row.get("server_ms")),
         overlap_ms=_float_or_none(row.get("overlap_ms")),
         gap_ms=_float_or_none(row.get("gap_ms")),
-        transcript=str(row.get("transcript") or ""),
+        transcript=said,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from duplex_client.server.engine.base import Engine
@@ -48,6 +48,8 @@ class ServerConfig:
     illegal_unit_code: str | None = None
     first_unit_ms: int | None = None
     require_ref_audio: bool = False
+    #: Emulate a model that calls functions (`supports_tools`) on any profile.
+    tools: bool = False
     api_key: str | None = field(default=None, repr=False)
     event_names: EventNames = "ga"
     #: None: `scripted` when a script is given, else `default_engine()`.
@@ -105,7 +107,7 @@ class ServerConfig:
 
     def resolve_profile(self) -> Profile:
         """The `Profile` these options select."""
-        return get_profile(
+        profile = get_profile(
             self.profile,
             require_audio=self.require_audio,
             illegal_unit_code=self.illegal_unit_code,
@@ -113,6 +115,7 @@ class ServerConfig:
             ref_audio_required=self.require_ref_audio,
             server_vad=self.engine == "speech",
         )
+        return replace(profile, supports_tools=True) if self.tools else profile
 
     def make_engine(self) -> Engine:
         """A fresh engine for one session."""

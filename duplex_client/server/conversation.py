@@ -26,6 +26,7 @@ from duplex_client.server.assembler import Unit
 from duplex_client.server.emitter import Emitter
 from duplex_client.server.engine.base import AudioChunk, Engine, Listen, Speak, TurnView
 from duplex_client.server.settings import SessionSettings
+from duplex_client.server.tool_ledger import ToolLedger
 
 _MAX_REMEMBERED_RESPONSES = 256
 _MAX_BURST = 4
@@ -119,6 +120,8 @@ class Conversation:
         self.responses: OrderedDict[str, ResponseState] = OrderedDict()
         self.items: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
+        #: Function calls made in this conversation (`server.tools`).
+        self.calls = ToolLedger()
 
     # --- emission helpers ---
 
@@ -172,6 +175,7 @@ class Conversation:
         turns: list[Turn],
         now: float,
         options: ResponseOptions | None = None,
+        extra_metadata: dict[str, Any] | None = None,
     ) -> ResponseState:
         """Open a response (created, items, speak) or a listen-ended one; `pump` sends chunks."""
         options = options or ResponseOptions()
@@ -191,6 +195,7 @@ class Conversation:
         meta["turn_unit_indices"] = [u.unit_index for t in turns for u in t.units]
         if options.metadata is not None:
             meta["request"] = options.metadata
+        meta.update(extra_metadata or {})
         modalities = tuple(options.modalities or settings.modalities)
         state = ResponseState(response_id=rid, metadata=meta, modalities=modalities)
         self._remember(state)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.objects import CommittedInfo, ContentPart, Item
+from duplex_client.protocol.requests import ResponseOptions
 from duplex_client.protocol.server_events import (
     ConversationItemDone,
     InputAudioBufferCommitted,
     InputAudioTranscriptionCompleted,
 )
-from duplex_client.server import playback
+from duplex_client.server import playback, tools
+from duplex_client.server.assembler import Unit
 from duplex_client.server.conversation import Turn
-from duplex_client.server.engine.base import Decision, Fail, Listen, Speak
+from duplex_client.server.engine.base import CallTool, Decision, Fail, Listen, Speak
 from duplex_client.server.errors import Reject
 from duplex_client.server.pipeline import Work
 from duplex_client.server.ports import SessionPort
@@ -39,7 +41,33 @@ def _exec_unit(s: SessionPort, work: Work, now: float) -> None:
         if s.engine.unit_listen_events:
             s.conversation.listen(decision.reason, unit, now)
     elif s.conversation.active is None:
-        s.conversation.start(decision=decision, trigger="unit", unit=unit, turns=[], now=now)
+        _respond(s, decision, "unit", unit, [], now)
+
+
+def _respond(
+    s: SessionPort,
+    decision: Speak | Listen | CallTool,
+    trigger: str,
+    unit: Unit | None,
+    turns: list[Turn],
+    now: float,
+    options: ResponseOptions | None = None,
+) -> None:
+    """Start the answer: a spoken response, or a function call (its fallback where not taken)."""
+    if isinstance(decision, CallTool):
+        if tools.callable_here(s, decision):
+            meta: dict[str, object] = {"trigger": trigger, "turn_ids": [t.turn_id for t in turns]}
+            if unit is not None:
+                meta.update(unit.metadata())
+            tools.call(s, decision, meta, now)
+            return
+        decision = decision.fallback or Speak()
+        if isinstance(decision, Listen) and trigger != "response.create":
+            s.conversation.listen(decision.reason, unit, now)
+            return
+    s.conversation.start(
+        decision=decision, trigger=trigger, unit=unit, turns=turns, now=now, options=options
+    )
 
 
 def _user_item(turn: Turn) -> Item:
@@ -133,7 +161,7 @@ def _exec_commit(s: SessionPort, work: Work, now: float) -> None:
         s.conversation.listen(decision.reason, turn.units[-1] if turn.units else None, now)
     else:
         turns = s.retained.take() + ([] if joined else [turn])
-        s.conversation.start(decision=decision, trigger="commit", unit=None, turns=turns, now=now)
+        _respond(s, decision, "commit", None, turns, now)
 
 
 def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
@@ -160,11 +188,4 @@ def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
         return
     assert decision is not None
     s.retained.take()
-    conv.start(
-        decision=decision,
-        trigger="response.create",
-        unit=None,
-        turns=turns,
-        now=now,
-        options=work.options,
-    )
+    _respond(s, decision, "response.create", None, turns, now, work.options)

@@ -19,7 +19,7 @@ from duplex_client.protocol.server_events import (
     InputAudioBufferCleared,
     SessionHeartbeatAck,
 )
-from duplex_client.server import drain, ids, intake, playback, turn_signals, turns
+from duplex_client.server import drain, ids, intake, playback, tools, turn_signals, turns
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
@@ -158,7 +158,13 @@ def _known_item(s: SessionPort, item_id: str) -> str:
 
 
 def on_item_create(s: SessionPort, event: ce.ConversationItemCreate, now: float) -> None:
-    """`conversation.item.create`: add the client's item to history (echoed as sent)."""
+    """`conversation.item.create`: add the client's item to history (echoed as sent).
+
+    A `function_call_output` answers a call (`server.tools`): checked, then followed up.
+    """
+    if tools.is_function_output(event.item):
+        tools.on_function_output(s, event.item, now)
+        return
     item = {"object": "realtime.item", "status": "completed", **event.item}
     if not isinstance(item.get("id"), str) or s.conversation.has_item(item["id"]):
         item["id"] = ids.item_id()

@@ -22,7 +22,7 @@ from duplex_client.protocol.server_events import (
     SessionResyncRequired,
     SessionUpdated,
 )
-from duplex_client.server import execution, ids, playback
+from duplex_client.server import execution, ids, playback, tools
 from duplex_client.server.backpressure import close_notice
 from duplex_client.server.conversation import Conversation
 from duplex_client.server.drain import StreamDrain
@@ -392,8 +392,10 @@ class DuplexSession:
         self._conversation.cancel(reason, now)
 
     def response_finished(self, now: float) -> None:
-        """A response ended: start one for turns deferred behind it."""
+        """A response ended: a function output's follow-up, or one for turns deferred behind it."""
         if not self.life.state.running or self._conversation.active is not None:
+            return
+        if tools.follow_up(self, now):
             return
         decision = self._retained.latest_deferred()
         if decision is not None:

@@ -32,6 +32,7 @@ from duplex_client.protocol.requests import (
 from duplex_client.server.errors import Reject
 from duplex_client.server.knobs import EXTRA_DEFAULTS, merge_extra_body
 from duplex_client.server.profiles import Profile
+from duplex_client.server.tool_settings import check_session_tools
 
 __all__ = ["BYTES_PER_SAMPLE", "INPUT_FORMATS", "SessionSettings", "apply_update"]
 
@@ -66,6 +67,8 @@ _HANDLED: Final = frozenset(
         "playback",
         "state",
         "epoch",
+        "tools",
+        "tool_choice",
     }
 )
 
@@ -93,6 +96,9 @@ class SessionSettings:
     idle_timeout_s: float = 300.0
     ref_audio_digest: str | None = field(default=None, repr=False)
     extra_body: dict[str, Any] = field(default_factory=lambda: dict(EXTRA_DEFAULTS))
+    #: Declared function tools (as sent) and the `tool_choice`.
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: Any = "auto"
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -164,6 +170,8 @@ class SessionSettings:
             extra_body=dict(self.extra_body),
             capabilities=capabilities,
             playback=playback,
+            tools=[dict(t) for t in self.tools],
+            tool_choice=self.tool_choice,
             extras=dict(self.extras),
         )
 
@@ -211,6 +219,7 @@ def apply_update(
     _transcription(raw, req, changes)
     _simple_fields(req, base, audio_started, changes)
     _ref_audio(req, base, profile, handshake, changes)
+    check_session_tools(req, base, profile, changes)
     if isinstance(raw.get("extra_body"), dict):
         changes["extra_body"] = merge_extra_body(raw["extra_body"], base.extra_body)
     extras = {k: v for k, v in raw.items() if k not in _HANDLED}

@@ -40,7 +40,36 @@ class Fail:
     delay_ms: int = 0
 
 
-Decision = Speak | Listen | Fail
+@dataclass(frozen=True, slots=True)
+class CallTool:
+    """Call the function `name` with JSON `arguments` (a response of its own, protocol "Tools").
+
+    `fallback` is the decision when the session cannot take the call (it does not declare
+    `name`, `tool_choice` is `none`, or the profile has no tools); None calls it regardless
+    (the scripted engine's way to test a client against undeclared calls). An empty `call_id`
+    is allocated by the server; `malformed` passes the call on as `duplex.function_call.done`.
+    """
+
+    name: str
+    arguments: str = "{}"
+    call_id: str = ""
+    fallback: Speak | Listen | None = None
+    malformed: bool = False
+    delay_ms: int = 0
+
+
+Decision = Speak | Listen | Fail | CallTool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallView:
+    """What the engine sees of a finished call: its name, JSON arguments and the output."""
+
+    name: str
+    call_id: str
+    arguments: str
+    output: str
+    index: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +145,10 @@ class Engine(Protocol):
 
     def compose(self, turns: Sequence[TurnView], unit: UnitView | None) -> str:
         """A default answer text for a Speak decision without text."""
+        ...
+
+    def answer_function_output(self, call: ToolCallView) -> Speak | Listen:
+        """The follow-up after the client answered the `call.index`-th call of the session."""
         ...
 
     def render(self, text: str, sample_rate_hz: int, audio_ms: int | None) -> list[AudioChunk]:

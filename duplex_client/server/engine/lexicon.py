@@ -63,6 +63,10 @@ PHRASES: Final = (
     "tell me when the light turns green",
     "let me know if something changes",
     "keep watching",
+    # the time (the get_time tool, protocol.md "Tools")
+    "what time is it",
+    "what is the time",
+    "tell me the time",
     # statements about things
     "the ball is red",
     "this shirt is blue",

@@ -11,17 +11,19 @@ from typing import Any, Final, Literal
 from duplex_client.protocol.capabilities import UnitKind
 from duplex_client.server.engine.base import (
     AudioChunk,
+    CallTool,
     Decision,
     Fail,
     Listen,
     Speak,
+    ToolCallView,
     TurnView,
     UnitView,
 )
 
 AUTO: Final = "auto"
 Action = Decision | Literal["auto"]
-EVENTS: Final = ("unit", "audio_unit", "commit", "response.create")
+EVENTS: Final = ("unit", "audio_unit", "commit", "response.create", "function_call_output")
 
 
 class ScriptError(ValueError):
@@ -71,6 +73,10 @@ class Script:
         defaults = data.get("defaults", {})
         if not isinstance(defaults, dict) or set(defaults) - {"unit", "commit", "response.create"}:
             raise ScriptError("defaults must map unit/commit/response.create to actions")
+        if any(
+            r.on == "function_call_output" and isinstance(r.action, CallTool | Fail) for r in rules
+        ):
+            raise ScriptError("a function_call_output rule speaks, listens or is auto")
         base = cls()
         return cls(
             rules=rules,
@@ -133,9 +139,28 @@ def _action(spec: Any, where: str) -> Action:
             raise ScriptError(f"{where}.code must be an error code string")
         message = spec.get("message", "scripted failure")
         return Fail(code=code, message=str(message), delay_ms=delay)
+    if do == "call":
+        return _call(spec, where, delay)
     if do == AUTO:
         return AUTO
-    raise ScriptError(f"{where}.do must be speak, listen, fail or auto")
+    raise ScriptError(f"{where}.do must be speak, listen, fail, call or auto")
+
+
+def _call(spec: dict[str, Any], where: str, delay: int) -> CallTool:
+    """`{"do": "call", "name", "arguments"?, "call_id"?, "malformed"?}` (arguments: JSON)."""
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScriptError(f"{where}.name must be the function's name")
+    arguments = spec.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, separators=(",", ":"))
+    call_id = spec.get("call_id", "")
+    if not isinstance(call_id, str):
+        raise ScriptError(f"{where}.call_id must be a string")
+    malformed = _bool(spec.get("malformed", False), f"{where}.malformed")
+    return CallTool(
+        name=name, arguments=arguments, call_id=call_id, malformed=malformed, delay_ms=delay
+    )
 
 
 def _rule(spec: Any, i: int) -> Rule:
@@ -213,6 +238,13 @@ class ScriptedEngine:
         units = sum(len(t.units) for t in turns)
         speech = "with speech" if any(t.speech for t in turns) else "without speech"
         return f"I heard {audio_ms} ms of audio {speech} and saw {frames} images in {units} units."
+
+    def answer_function_output(self, call: ToolCallView) -> Speak | Listen:
+        """First matching `function_call_output` rule; `auto` says what the function returned."""
+        action = self._match("function_call_output", call.index) or AUTO
+        if isinstance(action, Speak | Listen):
+            return action
+        return Speak(text=f"The {call.name} function returned {call.output}.")
 
     def render(self, text: str, sample_rate_hz: int, audio_ms: int | None) -> list[AudioChunk]:
         """Tone-per-word PCM16 cut into `chunk_ms` pieces, each with its transcript words."""

@@ -32,12 +32,14 @@ from duplex_client.server.engine.base import (
     Listen,
     Pending,
     Speak,
+    ToolCallView,
     TurnView,
     UnitView,
 )
 from duplex_client.server.engine.listener import PREROLL_MS, TAIL_MS, SegmentListener
 from duplex_client.server.engine.pcm import MODEL_RATE_HZ, Samples, to_float
 from duplex_client.server.engine.responder import Observation, Responder
+from duplex_client.server.engine.tool_intents import follow_up, with_tool_call
 from duplex_client.server.engine.vad import VadParams, speech_segments
 
 if TYPE_CHECKING:
@@ -109,7 +111,9 @@ class SpeechEngine:
                 words = " ".join(t for t in texts if t)
                 self._heard.extend([words] if words else [])
                 del self._heard[:-_MAX_HEARD]  # a stream that never commits keeps the latest
-                return self._speak(self.responder.answer(Observation(words, color)))
+                return with_tool_call(
+                    texts, self._speak(self.responder.answer(Observation(words, color)))
+                )
 
             return self._after(segments, then)
         if unit.images and not (self._listener is not None and self._listener.in_speech):
@@ -124,8 +128,9 @@ class SpeechEngine:
             segments, answer = self._turns_job([turn])
             return self._after(
                 segments,
-                lambda texts: self._spoken(
-                    turn, answer(texts)[0], " ".join(texts) if segments else None
+                lambda texts: with_tool_call(
+                    texts,
+                    self._spoken(turn, answer(texts)[0], " ".join(texts) if segments else None),
                 ),
             )
         for unit in turn.units:
@@ -135,10 +140,13 @@ class SpeechEngine:
         if segment is not None:
             return self._after(
                 [segment],
-                lambda texts: self._spoken(
-                    turn,
-                    self.responder.answer(Observation(texts[0], color)),
-                    self._turn_transcript(texts[0]),
+                lambda texts: with_tool_call(
+                    texts,
+                    self._spoken(
+                        turn,
+                        self.responder.answer(Observation(texts[0], color)),
+                        self._turn_transcript(texts[0]),
+                    ),
                 ),
             )
         if any(u.images for u in turn.units):
@@ -165,7 +173,7 @@ class SpeechEngine:
         def then(texts: list[str]) -> Decision:
             text = _required(*answer(texts))
             self._remember(turns[-1].turn_id, text)
-            return Speak(text=text)
+            return with_tool_call(texts, Speak(text=text))
 
         return self._after(segments, then)
 
@@ -176,6 +184,10 @@ class SpeechEngine:
         if not turns:
             return NOTHING_TO_SAY
         return self._required_answer(turns)
+
+    def answer_function_output(self, call: ToolCallView) -> Speak | Listen:
+        """Speak the function's output ("It is <time>." for `get_time`)."""
+        return follow_up(call)
 
     def render(self, text: str, sample_rate_hz: int, audio_ms: int | None) -> list[AudioChunk]:
         """eSpeak NG speech in `chunk_ms` pieces (`audio_ms` pads or cuts it to that length)."""

@@ -44,7 +44,14 @@ class Profile:
     barge_in: bool = True
     #: `continuous_stream`: input ends with `session.end`, answered by `stream_drained`.
     response_lifecycle: str | None = None
+    #: Function calling (session `tools`, `function_call` items); advertised as `supports_tools`.
+    supports_tools: bool = False
     extra_capabilities: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def calls_functions(self) -> bool:
+        """Whether the model calls functions (`supports_tools`, also when set as a capability)."""
+        return self.supports_tools or self.extra_capabilities.get("supports_tools") is True
 
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
         """The `session.capabilities` this profile advertises under these limits."""
@@ -69,6 +76,7 @@ class Profile:
                     if self.response_lifecycle is not None
                     else {}
                 ),
+                "supports_tools": self.supports_tools,
                 **self.extra_capabilities,
             },
         )

@@ -31,6 +31,7 @@ from duplex_client.protocol.requests import REQUEST_CLASSES
 from duplex_client.protocol.response_events import UnknownEvent
 from duplex_client.protocol.schema import Record, specs
 from duplex_client.protocol.server_events import ServerEvent
+from duplex_client.protocol.tool_items import TOOL_RECORD_CLASSES
 
 EXAMPLES = settings(max_examples=60, deadline=None)
 
@@ -72,6 +73,13 @@ _VALID: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     (ce.PlaybackAck, "response_id"): st.text(min_size=1, max_size=8),
     (ErrorInfo, "type"): st.sampled_from(sorted(ERROR_TYPES)),
     (ErrorInfo, "code"): st.text(min_size=1, max_size=8),
+    # Declared tools have unique names; a named choice is a {type: function, name} object.
+    (rq.SessionRequest, "tools"): st.none()
+    | st.lists(st.text(min_size=1, max_size=6), unique=True, max_size=3).map(
+        lambda names: [{"type": "function", "name": n} for n in names]
+    ),
+    (rq.SessionRequest, "tool_choice"): st.none()
+    | st.sampled_from(["auto", "none", "required", {"type": "function", "name": "f"}]),
     (SessionObject, "extras"): st.dictionaries(
         st.text(max_size=6).map(lambda k: f"x_{k}"), json_values, max_size=3
     ),
@@ -184,7 +192,9 @@ def test_client_event_round_trip_under_every_name(cls: type[ce.ClientEvent]) -> 
     check()
 
 
-@pytest.mark.parametrize("cls", [*OBJECT_CLASSES, ErrorInfo], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [*OBJECT_CLASSES, *TOOL_RECORD_CLASSES, ErrorInfo], ids=lambda c: c.__name__
+)
 def test_nested_object_round_trip(cls: type[Record]) -> None:
     @EXAMPLES
     @given(records(cls))
