@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.protocol.objects import CommittedInfo, ContentPart, Item
-from duplex_client.protocol.server_events import ConversationItemDone, InputAudioBufferCommitted
+from duplex_client.protocol.objects import CommittedInfo, CommittedMessage, ContentPart, Item
+from duplex_client.protocol.server_events import InputAudioBufferCommitted
 from duplex_client.server import playback
 from duplex_client.server.conversation import Turn
 from duplex_client.server.engine.base import Decision, Fail, Listen, Speak
@@ -40,7 +40,11 @@ def _exec_unit(s: SessionPort, work: Work, now: float) -> None:
 
 def _user_item(turn: Turn) -> Item:
     audio = ContentPart(
-        type="input_audio", audio_ms=turn.audio_ms, frames=turn.view().frames, speech=turn.speech
+        type="input_audio",
+        transcript="",  # as upstream when nothing transcribed the turn
+        audio_ms=turn.audio_ms,
+        frames=turn.view().frames,
+        speech=turn.speech,
     )
     return Item(
         id=turn.item_id,
@@ -53,7 +57,13 @@ def _user_item(turn: Turn) -> Item:
 
 def _exec_partial_commit(s: SessionPort, work: Work, now: float) -> None:
     cid = work.event_id
-    info = CommittedInfo(epoch=s.epoch, client_event_id=cid, final=False)
+    info = CommittedInfo(
+        session_id=s.session_id,
+        epoch=s.epoch,
+        client_event_id=cid,
+        final=False,
+        realtime_item_id=work.item_id,
+    )
     ack = InputAudioBufferCommitted(
         client_event_id=cid,
         item_id=work.item_id,
@@ -90,11 +100,15 @@ def _ack_commit(
     deferred = isinstance(decision, Speak) and s.conversation.active is not None
     cid = work.event_id
     inner = CommittedInfo(
+        session_id=s.session_id,
         turn_id=turn.turn_id,
         epoch=s.epoch,
         client_event_id=cid,
         no_response=True if no_response else None,
         response_create_deferred=True if deferred else None,
+        history_len=len(s.conversation.order),
+        message=CommittedMessage(content=_user_item(turn).content),
+        realtime_item_id=item_id,
     )
     ack = InputAudioBufferCommitted(
         client_event_id=cid,
@@ -107,7 +121,7 @@ def _ack_commit(
     )
     s.emit(ack, now)
     if host is None:
-        s.emit(ConversationItemDone(item=s.conversation.item(item_id)), now)
+        s.emit(s.conversation.item_done(s.conversation.item(item_id)), now)
     return host is not None, deferred
 
 
@@ -126,7 +140,14 @@ def _exec_commit(s: SessionPort, work: Work, now: float) -> None:
         s.conversation.listen(decision.reason, turn.units[-1] if turn.units else None, now)
     else:
         turns = s.retained.take() + ([] if joined else [turn])
-        s.conversation.start(decision=decision, trigger="commit", unit=None, turns=turns, now=now)
+        s.conversation.start(
+            decision=decision,
+            trigger="commit",
+            unit=None,
+            turns=turns,
+            now=now,
+            request_id=work.event_id,
+        )
 
 
 def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
@@ -160,4 +181,5 @@ def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
         turns=turns,
         now=now,
         options=work.options,
+        request_id=cid,
     )

@@ -11,7 +11,7 @@ from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.client_events import decode_client_event
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.fields import SchemaError
-from duplex_client.protocol.objects import ContentPart, Item, ResumeInput
+from duplex_client.protocol.objects import ClosedInfo, ContentPart, Item, ResumeInput
 from duplex_client.protocol.response_events import OutputAudioBufferCleared
 from duplex_client.protocol.server_events import (
     ServerEvent,
@@ -35,6 +35,7 @@ from duplex_client.server.journal import Journal
 from duplex_client.server.ledger import InputLedger
 from duplex_client.server.lifecycle import Lifecycle, SessionState
 from duplex_client.server.limits import Limits
+from duplex_client.server.live_state import live_state
 from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
@@ -196,6 +197,7 @@ class DuplexSession:
             epoch=self._epoch,
             capabilities=self._caps.to_dict(),
             playback=playback.totals(self._conversation),
+            live=live_state(self._conversation, self._inputs, self._retained),
         ).to_dict()
 
     def open(self, now: float) -> list[Output]:
@@ -347,7 +349,10 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.closed:
             return
-        self.emit(SessionClosed(session_id=self._session_id, reason=reason), now)
+        sid, epoch = self._session_id, self._epoch
+        info = ClosedInfo(session_id=sid, epoch=epoch, reason=reason)
+        closed = SessionClosed(session_id=sid, epoch=epoch, reason=reason, event=info.to_dict())
+        self.emit(closed, now)
         self._end(reason, close_code)
 
     def interrupt(self, reason: str, now: float) -> None:

@@ -30,7 +30,15 @@ class Profile:
     illegal_unit_code: str = ErrorCode.BAD_EVENT
     default_playback_commit_policy: str = "commit_all_on_done"
     default_overlap_policy: str = "listen_only"
+    #: Whether turns are committed by the client (False: the model answers without commits).
+    supports_client_commit: bool = True
     extra_capabilities: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def signal_sources(self) -> tuple[str, ...]:
+        """Who signals turns: the client's events, the overlap policy and, if native, the model."""
+        native = ("model_native",) if self.implementation_level == "model_native_duplex" else ()
+        return ("client_event", "server_policy", *native)
 
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
         """The `session.capabilities` this profile advertises under these limits."""
@@ -46,6 +54,12 @@ class Profile:
             supports_session_resume=resumable,
             supports_barge_in=True,
             supports_playback_ack=True,
+            supports_session_lease=resumable,
+            supports_audio_truncate=True,
+            supports_client_commit=self.supports_client_commit,
+            input_modes=("append_audio_chunk",),
+            signal_sources=self.signal_sources,
+            target_barge_in_latency_ms=self.chunk_period_ms,
             raw={
                 "supports_input_append": True,
                 "supports_multi_session": limits.max_sessions > 1,

@@ -63,6 +63,8 @@ _VALID: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     ),
     (rq.SessionRequest, "max_response_output_tokens"): st.integers(1, 4096) | st.just("inf"),
     (rq.ResponseOptions, "max_output_tokens"): st.integers(1, 4096) | st.just("inf"),
+    (rq.SessionRequest, "response_format"): st.sampled_from(["pcm", "pcm16", "s16le"]),
+    (rq.SessionRequest, "tracing"): st.just("auto") | json_objects,
     (rq.SessionRequest, "ref_audio"): st.just("data:audio/wav;base64,UklGRg=="),
     # A server needs one of audio and frames, and a frame is never empty.
     (ce.InputAudioBufferAppend, "audio"): st.text(min_size=1, max_size=12),
