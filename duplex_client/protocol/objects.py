@@ -11,7 +11,6 @@ from typing import Annotated, Any, Final, Self
 
 from duplex_client.protocol.schema import OMIT, Record, specs, tolerant_fields
 
-
 #: `session.turn_state` values, as upstream names them.
 TURN_STATES: Final = (
     "idle",

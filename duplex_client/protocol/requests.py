@@ -159,9 +159,10 @@ class SessionRequest(Record):
     instructions: str | None = None
     voice: str | None = None
     temperature: Annotated[float | None, Rule(ge=0, le=2)] = None
-    max_response_output_tokens: Annotated[
-        Any | None, Rule(aliases=("max_output_tokens", "max_tokens"), check=_token_cap)
-    ] = None
+    max_response_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
+    #: Upstream's other spellings of the token cap (the first present of the three wins).
+    max_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
+    max_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
     output_modalities: Annotated[list[str] | None, Rule(choices=MODALITIES, non_empty=True)] = None
     response_format: Annotated[str | None, Rule(check=_response_format)] = None
     speed: Annotated[float | None, Rule(gt=0)] = None

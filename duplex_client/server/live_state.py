@@ -45,7 +45,7 @@ def live_state(conv: Conversation, inputs: InputBuffer, retained: RetainedTurns)
             active_response_id=active.response_id,
             active_response_turn_id=turns[-1] if turns else None,
         )
-    if inputs.open_units:
+    if inputs.has_input():
         state = "user_speaking"
     elif retained:
         state = "user_committed"

@@ -297,8 +297,10 @@ def _simple_fields(
         out["voice"] = req.voice
     if req.temperature is not None:
         out["temperature"] = float(req.temperature)
-    if req.max_response_output_tokens is not None:
-        out["max_output_tokens"] = req.max_response_output_tokens
+    caps = (req.max_response_output_tokens, req.max_output_tokens, req.max_tokens)
+    cap = next((c for c in caps if c is not None), None)
+    if cap is not None:
+        out["max_output_tokens"] = cap
     if req.idle_timeout_s is not None:
         out["idle_timeout_s"] = float(req.idle_timeout_s)
     a_out = req.audio.output if req.audio is not None else None
