@@ -138,14 +138,11 @@ class Conversation:
         """The newest item in history order."""
         return self.order[-1] if self.order else None
 
-    def previous_item_id(self, item_id: str) -> str | None:
-        """The item before this one in history order (None: first, or not in history)."""
-        index = self.order.index(item_id) if item_id in self.order else 0
-        return self.order[index - 1] if index > 0 else None
-
     def item_done(self, item: dict[str, Any]) -> ConversationItemDone:
-        """`conversation.item.done` for a history item, with the item before it."""
-        return ConversationItemDone(previous_item_id=self.previous_item_id(item["id"]), item=item)
+        """`conversation.item.done` for a history item, with the item before it in history."""
+        order = self.order
+        at = order.index(item["id"]) if item["id"] in order else 0
+        return ConversationItemDone(previous_item_id=order[at - 1] if at > 0 else None, item=item)
 
     def add_item(self, item: dict[str, Any]) -> None:
         """Append an item to history order."""

@@ -146,7 +146,7 @@ def _exec_commit(s: SessionPort, work: Work, now: float) -> None:
             unit=None,
             turns=turns,
             now=now,
-            request_id=work.event_id,
+            request_id=work.event_id or None,
         )
 
 
@@ -181,5 +181,5 @@ def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
         turns=turns,
         now=now,
         options=work.options,
-        request_id=cid,
+        request_id=cid or None,
     )
