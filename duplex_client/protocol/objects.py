@@ -90,8 +90,9 @@ class CommittedMessage(Record):
 class CommittedInfo(Record):
     """The `event` of `input_audio_buffer.committed` (`input.committed`, §3.3).
 
-    `history_len` counts the history's items once the commit is in it; `realtime_item_id` is
-    the acknowledged user item.
+    `history_len` counts the messages of the model's history once the commit is in it (an
+    assistant answer counts once any of it is committed); `realtime_item_id` is the
+    acknowledged user item.
     """
 
     type: str = "input.committed"

@@ -106,7 +106,7 @@ def _ack_commit(
         client_event_id=cid,
         no_response=True if no_response else None,
         response_create_deferred=True if deferred else None,
-        history_len=len(s.conversation.order),
+        history_len=len(playback.history(s.conversation)),
         message=CommittedMessage(content=_user_item(turn).content),
         realtime_item_id=item_id,
     )

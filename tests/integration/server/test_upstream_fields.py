@@ -330,6 +330,18 @@ async def test_ack_only_response_is_uncommitted_until_acknowledged(server) -> No
         "committed_ms": 1000,
     }
     assert ack["history_committed"] is True
+    # the model's history now holds the user turn and the acknowledged answer
+    later = _one(await _turn(wire, 1), "input_audio_buffer.committed")["event"]
+    assert later["history_len"] == 3
+    await wire.close()
+
+
+async def test_history_len_counts_only_what_the_model_remembers(server) -> None:
+    wire = await Wire.connect(server.url)
+    await wire.open(playback_commit_policy="ack_only")
+    await _turn(wire, 0)  # answered, never acknowledged: not in the model's history
+    event = _one(await _turn(wire, 1), "input_audio_buffer.committed")["event"]
+    assert event["history_len"] == 2 and event["turn_id"] == 2
     await wire.close()
 
 
