@@ -34,8 +34,18 @@ def _modalities(value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(m for m in _MODALITIES if m in value)
 
 
-def _flag(value: Any) -> bool:
-    return value is True
+def _flag(value: Any, default: bool = False) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _names(value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return default
+    return tuple(v for v in value if isinstance(v, str))
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and value.__class__ is not bool else None
 
 
 def derive_unit_kinds(required: tuple[str, ...], optional: tuple[str, ...]) -> frozenset[UnitKind]:
@@ -66,6 +76,18 @@ class Capabilities:
     supports_session_resume: bool = False
     supports_barge_in: bool = False
     supports_playback_ack: bool = False
+    #: A detached session is kept for a lease (with attachment generations) while it lasts.
+    supports_session_lease: bool = False
+    #: Whether `conversation.item.truncate` shortens an assistant item.
+    supports_audio_truncate: bool = False
+    #: Whether the client commits turns (False: the model answers without commits).
+    supports_client_commit: bool = True
+    #: How input reaches the model (`append_audio_chunk`, `append_text`).
+    input_modes: tuple[str, ...] = ("append_audio_chunk",)
+    #: Who may signal turn changes (`client_event`, `server_policy`, `model_native`).
+    signal_sources: tuple[str, ...] = ()
+    #: The barge-in latency the server aims for (None: not stated).
+    target_barge_in_latency_ms: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -95,6 +117,12 @@ class Capabilities:
             supports_session_resume=_flag(data.get("supports_session_resume")),
             supports_barge_in=_flag(data.get("supports_barge_in")),
             supports_playback_ack=_flag(data.get("supports_playback_ack")),
+            supports_session_lease=_flag(data.get("supports_session_lease")),
+            supports_audio_truncate=_flag(data.get("supports_audio_truncate")),
+            supports_client_commit=_flag(data.get("supports_client_commit"), True),
+            input_modes=_names(data.get("input_modes"), ("append_audio_chunk",)),
+            signal_sources=_names(data.get("signal_sources"), ()),
+            target_barge_in_latency_ms=_optional_int(data.get("target_barge_in_latency_ms")),
             raw=dict(data),
         )
 
@@ -133,4 +161,10 @@ class Capabilities:
             "supports_session_resume": self.supports_session_resume,
             "supports_barge_in": self.supports_barge_in,
             "supports_playback_ack": self.supports_playback_ack,
+            "supports_session_lease": self.supports_session_lease,
+            "supports_audio_truncate": self.supports_audio_truncate,
+            "supports_client_commit": self.supports_client_commit,
+            "input_modes": list(self.input_modes),
+            "signal_sources": list(self.signal_sources),
+            "target_barge_in_latency_ms": self.target_barge_in_latency_ms,
         }

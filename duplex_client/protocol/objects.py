@@ -7,9 +7,19 @@ client are echoed with whatever fields it sent); a server builds them from these
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Final, Self
 
 from duplex_client.protocol.schema import OMIT, Record, specs, tolerant_fields
+
+#: `session.turn_state` values, as upstream names them.
+TURN_STATES: Final = (
+    "idle",
+    "user_speaking",
+    "user_committed",
+    "assistant_generating",
+    "assistant_playing",
+    "barge_in",
+)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -69,30 +79,135 @@ class ListeningObject(Record):
 
 
 @dataclass(kw_only=True, slots=True)
+class CommittedMessage(Record):
+    """`input.committed.message`: the user message the commit put in the model's history."""
+
+    role: str = "user"
+    content: list[ContentPart] = field(default_factory=list)
+
+
+@dataclass(kw_only=True, slots=True)
 class CommittedInfo(Record):
-    """The `event` of `input_audio_buffer.committed` (`input.committed`, §3.3)."""
+    """The `event` of `input_audio_buffer.committed` (`input.committed`, §3.3).
+
+    `history_len` counts the messages of the model's history once the commit is in it (an
+    assistant answer counts once any of it is committed); `realtime_item_id` is the
+    acknowledged user item.
+    """
 
     type: str = "input.committed"
+    session_id: Annotated[str | None, OMIT] = None
     turn_id: Annotated[int | None, OMIT] = None
     epoch: int
     client_event_id: str | None = None
     final: Annotated[bool | None, OMIT] = None
     no_response: Annotated[bool | None, OMIT] = None
     response_create_deferred: Annotated[bool | None, OMIT] = None
+    history_len: Annotated[int | None, OMIT] = None
+    message: Annotated[CommittedMessage | None, OMIT] = None
+    realtime_item_id: Annotated[str | None, OMIT] = None
+
+
+@dataclass(kw_only=True, slots=True)
+class PlaybackTotals(Record):
+    """Generated, sent, played and committed ms: `session.playback` over all responses, or one
+    response's cursor (`playback` of acks, audio deltas and `response.done` metadata)."""
+
+    generated_ms: int = 0
+    sent_ms: int = 0
+    played_ms: int = 0
+    committed_ms: int = 0
 
 
 @dataclass(kw_only=True, slots=True)
 class PlaybackInfo(Record):
-    """The `event` of `playback.acknowledged` (§5)."""
+    """The `event` of `playback.acknowledged` (§5); `playback` is the response's cursor."""
 
     type: str = "playback.acknowledged"
+    session_id: Annotated[str | None, OMIT] = None
+    epoch: Annotated[int | None, OMIT] = None
     client_event_id: str | None = None
     response_id: str
     item_id: str
     played_ms: int
     committed_ms: int
     truncate: bool
+    playback: Annotated[PlaybackTotals | None, OMIT] = None
     history_committed: bool
+
+
+@dataclass(kw_only=True, slots=True)
+class ClosedInfo(Record):
+    """The `event` of `session.closed`: the session-level close record."""
+
+    type: str = "session.closed"
+    session_id: str | None = None
+    epoch: int | None = None
+    reason: str
+
+
+@dataclass(kw_only=True, slots=True)
+class AudioTextMark(Record):
+    """`audio_text_marks[]`: by `audio_end_ms` of output audio, `text_chars` of transcript."""
+
+    text_chars: int
+    audio_end_ms: int
+
+
+@dataclass(kw_only=True, slots=True)
+class AudioDeltaInfo(Record):
+    """What an audio delta's `metadata` adds to its response's metadata (§4)."""
+
+    session_id: str
+    model_speak: bool = True
+    audio_text_marks: list[AudioTextMark] = field(default_factory=list)
+    playback: PlaybackTotals = field(default_factory=PlaybackTotals)
+
+
+@dataclass(kw_only=True, slots=True)
+class SpeakInfo(Record):
+    """What `response.speak.metadata` adds to its response's metadata."""
+
+    session_id: str
+    epoch: int
+    model_speak: bool = True
+
+
+@dataclass(kw_only=True, slots=True)
+class ListenInfo(Record):
+    """What `response.listen.response.metadata` adds: the listen record itself."""
+
+    type: str = "response.listen"
+    session_id: str
+    epoch: int
+
+
+@dataclass(kw_only=True, slots=True)
+class CreatedInfo(Record):
+    """`response.created.response.metadata.duplex_event`: the session's record of the start."""
+
+    type: str = "response.created"
+    session_id: str
+    response_id: str
+    epoch: int
+    turn_id: int | None = None
+    trigger: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class DoneInfo(Record):
+    """What `response.done.response.metadata` adds: the session's record of the end.
+
+    `committed`: whether any of the answer is in the conversation history now; `playback`:
+    the response's cursor.
+    """
+
+    type: str = "response.done"
+    session_id: str
+    response_id: str
+    epoch: int
+    committed: bool
+    playback: PlaybackTotals = field(default_factory=PlaybackTotals)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -102,16 +217,6 @@ class ResumeInput(Record):
     last_event_id: str | None = None
     audio_end_ms: int
     append_count: int
-
-
-@dataclass(kw_only=True, slots=True)
-class PlaybackTotals(Record):
-    """`session.playback`: generated, sent, played and committed ms over all responses."""
-
-    generated_ms: int = 0
-    sent_ms: int = 0
-    played_ms: int = 0
-    committed_ms: int = 0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -154,11 +259,19 @@ class SessionObject(Record):
     SKIP = frozenset({"extras"})
 
     object: str = "realtime.session"
+    type: str = "realtime"
     id: str
     state: str = "open"
+    turn_state: str = "idle"
     epoch: int = 0
+    turn_id: int = 0
+    active_request_id: str | None = None
+    active_response_id: str | None = None
+    active_response_turn_id: int | None = None
     model: str = ""
     modalities: list[str] = field(default_factory=list)
+    output_modalities: list[str] = field(default_factory=list)
+    response_format: str = "pcm"
     input_audio_format: str = "pcm16"
     output_audio_format: str = "pcm16"
     sample_rate_hz: int
@@ -174,6 +287,9 @@ class SessionObject(Record):
     voice: str | None = None
     temperature: float | None = None
     max_response_output_tokens: int | str | None = None
+    max_tokens: int | None = None
+    speed: float | None = None
+    tracing: str | dict[str, Any] | None = None
     idle_timeout_s: float
     extra_body: dict[str, Any] = field(default_factory=dict)
     capabilities: dict[str, Any] = field(default_factory=dict)
@@ -202,8 +318,16 @@ OBJECT_CLASSES: tuple[type[Record], ...] = (
     StatusDetails,
     ResponseObject,
     ListeningObject,
+    CommittedMessage,
     CommittedInfo,
     PlaybackInfo,
+    ClosedInfo,
+    AudioTextMark,
+    AudioDeltaInfo,
+    SpeakInfo,
+    ListenInfo,
+    CreatedInfo,
+    DoneInfo,
     ResumeInput,
     PlaybackTotals,
     AudioFormat,

@@ -72,6 +72,16 @@ def _output_format(value: Any) -> str | None:
     return "output is pcm16 only"
 
 
+def _response_format(value: str) -> str | None:
+    if value == "pcm" or INPUT_FORMATS.get(value) == "pcm16":
+        return None
+    return "response_format must be pcm: this server outputs PCM16 only"
+
+
+def _tracing(value: Any) -> str | None:
+    return None if isinstance(value, str | dict) else "tracing must be a string or an object"
+
+
 def _token_cap(value: Any) -> str | None:
     if value == "inf" or (value.__class__ is int and value > 0):
         return None
@@ -118,6 +128,7 @@ class AudioOutputRequest(Record):
     """`session.audio.output` as a client sends it."""
 
     sample_rate_hz: Annotated[int | None, Rule(choices=OUTPUT_RATES, code=_UNSUPPORTED)] = None
+    speed: Annotated[float | None, Rule(gt=0)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -168,6 +179,13 @@ class SessionRequest(Record):
     voice: str | None = None
     temperature: Annotated[float | None, Rule(ge=0, le=2)] = None
     max_response_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
+    #: Upstream's other spellings of the token cap (the first present of the three wins).
+    max_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
+    max_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
+    output_modalities: Annotated[list[str] | None, Rule(choices=MODALITIES, non_empty=True)] = None
+    response_format: Annotated[str | None, Rule(check=_response_format)] = None
+    speed: Annotated[float | None, Rule(gt=0)] = None
+    tracing: Annotated[Any | None, Rule(check=_tracing)] = None
     idle_timeout_s: Annotated[float | None, Rule(gt=0)] = None
     ref_audio: Annotated[
         Any | None, Rule(check=_data_url, code=ErrorCode.UNSUPPORTED_REF_AUDIO_PATH)

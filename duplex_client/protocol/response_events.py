@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Final
 
 from duplex_client.protocol.codec import b64decode
+from duplex_client.protocol.objects import AudioTextMark, PlaybackTotals
 from duplex_client.protocol.schema import OMIT, Rule
 from duplex_client.protocol.server_events import ServerEvent, sub_dict
 
@@ -40,6 +41,19 @@ class ResponseEvent(ServerEvent):
         value = self.metadata.get("audio_unit_index")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    @property
+    def playback(self) -> PlaybackTotals | None:
+        """`metadata.playback`: the response's generated/sent/played/committed ms."""
+        return _totals(self.metadata.get("playback"))
+
+
+def _totals(value: Any) -> PlaybackTotals | None:
+    return PlaybackTotals.from_raw(value) if isinstance(value, dict) else None
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
 
 @dataclass(kw_only=True, slots=True)
 class ResponseCreated(ResponseEvent):
@@ -50,6 +64,11 @@ class ResponseCreated(ResponseEvent):
     metadata: Annotated[dict[str, Any], _LIFT_META] = field(default_factory=dict)
     response: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def duplex_event(self) -> dict[str, Any]:
+        """`response.metadata.duplex_event`: the session's record of the start."""
+        return sub_dict(self.metadata, "duplex_event")
+
 
 @dataclass(kw_only=True, slots=True)
 class ResponseSpeak(ResponseEvent):
@@ -58,6 +77,12 @@ class ResponseSpeak(ResponseEvent):
     TYPE: ClassVar[str] = "response.speak"
     item_id: str | None = None
     output_index: int = 0
+    content_index: int = 0
+
+    @property
+    def model_speak(self) -> bool | None:
+        """`metadata.model_speak`: the model itself decided to speak."""
+        return _flag(self.metadata.get("model_speak"))
 
 
 @dataclass(kw_only=True, slots=True)
@@ -99,6 +124,11 @@ class ResponseDone(ResponseEvent):
         """`response.status_details.reason`."""
         value = sub_dict(self.response, "status_details").get("reason")
         return value if isinstance(value, str) else None
+
+    @property
+    def committed(self) -> bool | None:
+        """`metadata.committed`: whether any of the answer is in the history now."""
+        return _flag(self.metadata.get("committed"))
 
 
 @dataclass(kw_only=True, slots=True)
@@ -160,6 +190,26 @@ class ResponseAudioDelta(ResponseEvent):
     def pcm(self) -> bytes:
         """The decoded PCM bytes (raises `CodecError` on bad base64)."""
         return b64decode(self.delta) if self.delta else b""
+
+    @property
+    def model_speak(self) -> bool | None:
+        """`metadata.model_speak`: the model itself decided to speak."""
+        return _flag(self.metadata.get("model_speak"))
+
+    @property
+    def audio_text_marks(self) -> tuple[AudioTextMark, ...]:
+        """`metadata.audio_text_marks`: how much transcript the audio so far speaks."""
+        marks = self.metadata.get("audio_text_marks")
+        if not isinstance(marks, list):
+            return ()
+        out = []
+        for mark in marks:
+            if isinstance(mark, dict):
+                try:
+                    out.append(AudioTextMark.from_raw(mark))
+                except TypeError:  # a mark without both numbers
+                    continue
+        return tuple(out)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -239,6 +289,16 @@ class PlaybackAcknowledged(ResponseEvent):
     committed_ms: int | None = None
     truncate: bool = False
     event: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def playback(self) -> PlaybackTotals | None:
+        """`event.playback`: the acknowledged response's cursor."""
+        return _totals(self.event.get("playback"))
+
+    @property
+    def history_committed(self) -> bool | None:
+        """`event.history_committed`: whether the acknowledged audio is in the history."""
+        return _flag(self.event.get("history_committed"))
 
 
 @dataclass(kw_only=True, slots=True)

@@ -155,7 +155,10 @@ class SessionClosed(ServerEvent):
 
     TYPE: ClassVar[str] = "session.closed"
     session_id: str | None = None
+    epoch: int | None = None
     reason: str | None = None
+    #: The session-level close record (`type`, `session_id`, `epoch`, `reason`).
+    event: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -227,6 +230,12 @@ class InputAudioBufferCommitted(ServerEvent):
     no_response: Annotated[bool, Rule(omit=True, lift=("event", "no_response"))] = False
     event: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def history_len(self) -> int | None:
+        """`event.history_len`: history items once this commit is in it."""
+        value = self.event.get("history_len")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
 
 @dataclass(kw_only=True, slots=True)
 class InputAudioBufferCleared(ServerEvent):
@@ -279,6 +288,7 @@ class ConversationItemDone(ServerEvent):
     """`conversation.item.done`: an item is complete."""
 
     TYPE: ClassVar[str] = "conversation.item.done"
+    previous_item_id: str | None = None
     item: dict[str, Any] = field(default_factory=dict)
 
 

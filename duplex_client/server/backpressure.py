@@ -12,7 +12,7 @@ from typing import Final
 
 from duplex_client.protocol.codec import loads
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.protocol.objects import ResponseObject, StatusDetails
+from duplex_client.protocol.objects import ClosedInfo, ResponseObject, StatusDetails
 from duplex_client.protocol.response_events import ResponseDone
 from duplex_client.protocol.server_events import SessionClosed
 from duplex_client.server.emitter import Emitter, Output, Send
@@ -37,9 +37,14 @@ def failed_endings(dropped: Sequence[Output]) -> list[ResponseDone]:
     return out
 
 
-def close_notice(session_id: str, reason: str, emitter: Emitter) -> SessionClosed:
-    """`session.closed {reason}`, or with upstream's compacted reason when it is over-long."""
-    closed = SessionClosed(session_id=session_id, reason=reason)
+def close_notice(session_id: str, epoch: int, reason: str, emitter: Emitter) -> SessionClosed:
+    """`session.closed {epoch, reason, event}`, with upstream's compacted reason when over-long."""
+
+    def notice(why: str) -> SessionClosed:
+        info = ClosedInfo(session_id=session_id, epoch=epoch, reason=why)
+        return SessionClosed(session_id=session_id, epoch=epoch, reason=why, event=info.to_dict())
+
+    closed = notice(reason)
     if len(emitter.build(closed).data) > MAX_CLOSE_NOTICE_BYTES:
-        closed = SessionClosed(session_id=session_id, reason=CLOSE_DETAILS_TOO_LONG)
+        closed = notice(CLOSE_DETAILS_TOO_LONG)
     return closed

@@ -21,7 +21,7 @@ from duplex_client.protocol.server_events import (
     ConversationItemDone,
     ServerEvent,
 )
-from duplex_client.server import ids
+from duplex_client.server import ids, response_meta
 from duplex_client.server.assembler import Unit
 from duplex_client.server.emitter import Emitter
 from duplex_client.server.engine.base import AudioChunk, Engine, Listen, Speak, TurnView
@@ -104,6 +104,8 @@ class ResponseState:
     played_ms: int = 0
     committed_ms: int = 0
     truncated: bool = False
+    #: The client event that asked for this response (its commit or `response.create`).
+    request_id: str | None = None
 
     @property
     def item_id(self) -> str:
@@ -122,6 +124,8 @@ class Conversation:
         self.order: list[str] = []
         #: Function calls made in this conversation (`server.tools`).
         self.calls = ToolLedger()
+        #: Why the last response that ended was cancelled (None: it was not).
+        self.last_cancel_reason: str | None = None
 
     # --- emission helpers ---
 
@@ -138,6 +142,12 @@ class Conversation:
     def last_item_id(self) -> str | None:
         """The newest item in history order."""
         return self.order[-1] if self.order else None
+
+    def item_done(self, item: dict[str, Any]) -> ConversationItemDone:
+        """`conversation.item.done` for a history item, with the item before it in history."""
+        order = self.order
+        at = order.index(item["id"]) if item["id"] in order else 0
+        return ConversationItemDone(previous_item_id=order[at - 1] if at > 0 else None, item=item)
 
     def add_item(self, item: dict[str, Any]) -> None:
         """Append an item to history order."""
@@ -176,6 +186,7 @@ class Conversation:
         now: float,
         options: ResponseOptions | None = None,
         extra_metadata: dict[str, Any] | None = None,
+        request_id: str | None = None,
     ) -> ResponseState:
         """Open a response (created, items, speak) or a listen-ended one; `pump` sends chunks."""
         options = options or ResponseOptions()
@@ -197,9 +208,12 @@ class Conversation:
             meta["request"] = options.metadata
         meta.update(extra_metadata or {})
         modalities = tuple(options.modalities or settings.modalities)
-        state = ResponseState(response_id=rid, metadata=meta, modalities=modalities)
+        state = ResponseState(
+            response_id=rid, metadata=meta, modalities=modalities, request_id=request_id
+        )
         self._remember(state)
-        created = self._response_obj(state, "in_progress", [])
+        meta_created = response_meta.created(state, self.host.session_id, self.host.epoch)
+        created = self._response_obj(state, "in_progress", [], meta_created)
         self._emit(r.ResponseCreated(response_id=rid, response=created.to_dict()), now)
         if isinstance(decision, Listen):
             self._listen(state, decision.reason, now, response_id=rid)
@@ -225,7 +239,8 @@ class Conversation:
         self._emit(
             r.ResponseContentPartAdded(response_id=rid, item_id=iid, part=part.to_dict()), now
         )
-        self._emit(r.ResponseSpeak(response_id=rid, item_id=iid, metadata=dict(meta)), now)
+        speak = response_meta.speak(meta, self.host.session_id, self.host.epoch)
+        self._emit(r.ResponseSpeak(response_id=rid, item_id=iid, metadata=speak), now)
         state.next_due = now
         self.active = state
         return state
@@ -240,22 +255,24 @@ class Conversation:
         }
         if unit is not None:
             meta.update(unit.metadata())
+        sid, epoch = self.host.session_id, self.host.epoch
         self._emit(
             r.ResponseListen(
-                session_id=self.host.session_id,
-                epoch=self.host.epoch,
-                response=ListeningObject(metadata=meta).to_dict(),
+                session_id=sid,
+                epoch=epoch,
+                response=ListeningObject(metadata=response_meta.listen(meta, sid, epoch)).to_dict(),
             ),
             now,
         )
 
     def _listen(self, state: ResponseState, reason: str, now: float, *, response_id: str) -> None:
-        meta = {**state.metadata, "reason": reason}
+        sid, epoch = self.host.session_id, self.host.epoch
+        meta = response_meta.listen({**state.metadata, "reason": reason}, sid, epoch)
         self._emit(
             r.ResponseListen(
                 response_id=response_id,
-                session_id=self.host.session_id,
-                epoch=self.host.epoch,
+                session_id=sid,
+                epoch=epoch,
                 response=ListeningObject(id=response_id, metadata=meta).to_dict(),
             ),
             now,
@@ -292,7 +309,8 @@ class Conversation:
             return
         rate = self.host.settings.output_rate
         state.audio_ms += len(chunk.pcm) * 1000 // (2 * rate)
-        meta = {**state.metadata, "audio_duration_ms": state.audio_ms, "end_of_turn": last}
+        state.transcript += chunk.text
+        meta = response_meta.delta(state, self.host.session_id, end_of_turn=last)
         delta = r.ResponseAudioDelta(
             response_id=rid,
             item_id=iid,
@@ -307,7 +325,6 @@ class Conversation:
                 response_id=rid, item_id=iid, delta=chunk.text
             )
             self._emit(transcript, now)
-        state.transcript += chunk.text
 
     def cancel(self, reason: str, now: float) -> ResponseState | None:
         """End the active response as cancelled (no more deltas for it)."""
@@ -343,11 +360,13 @@ class Conversation:
             item = self._assistant_item(state, _ITEM_STATUS.get(status, "incomplete"))
             self.items[state.item_id] = item
             self._emit(r.ResponseOutputItemDone(response_id=rid, item_id=iid, item=item), now)
-            self._emit(ConversationItemDone(item=item), now)
+            self._emit(self.item_done(item), now)
             output = [item]
             if self.host.settings.playback_commit_policy == "commit_all_on_done":
                 state.committed_ms = state.audio_ms
-        response = self._response_obj(state, status, output)
+        response = self._response_obj(
+            state, status, output, response_meta.done(state, self.host.session_id)
+        )
         if reason is not None:
             response.status_details = StatusDetails(type=status, reason=reason)
         if self.host.settings.extra_body.get("return_stage_metrics"):
@@ -356,17 +375,19 @@ class Conversation:
                 "chunks": len(state.chunks),
             }
         self._emit(r.ResponseDone(response_id=rid, response=response.to_dict()), now)
+        self._emit(r.RateLimitsUpdated(), now)  # as upstream: no quota, an empty list
+        self.last_cancel_reason = reason if status == "cancelled" else None
         self.host.response_finished(now)
 
     def _response_obj(
-        self, state: ResponseState, status: str, output: list[dict[str, Any]]
+        self, state: ResponseState, status: str, output: list[dict[str, Any]], meta: dict[str, Any]
     ) -> ResponseObject:
         return ResponseObject(
             id=state.response_id,
             status=status,
             output=output,
             modalities=list(state.modalities),
-            metadata={**state.metadata, "audio_duration_ms": state.audio_ms},
+            metadata=meta,
         )
 
     def _assistant_item(self, state: ResponseState, status: str) -> dict[str, Any]:

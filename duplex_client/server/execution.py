@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.protocol.objects import CommittedInfo, ContentPart, Item
+from duplex_client.protocol.objects import CommittedInfo, CommittedMessage, ContentPart, Item
 from duplex_client.protocol.requests import ResponseOptions
 from duplex_client.protocol.server_events import (
-    ConversationItemDone,
     InputAudioBufferCommitted,
     InputAudioTranscriptionCompleted,
 )
@@ -52,8 +51,10 @@ def _respond(
     turns: list[Turn],
     now: float,
     options: ResponseOptions | None = None,
+    request_id: str | None = None,
 ) -> None:
-    """Start the answer: a spoken response, or a function call (its fallback where not taken)."""
+    """Start the answer: a spoken response, or a function call (its fallback where not taken);
+    `request_id` is the event that asked for it (the session's `active_request_id`)."""
     if isinstance(decision, CallTool):
         if tools.callable_here(s, decision):
             meta: dict[str, object] = {"trigger": trigger, "turn_ids": [t.turn_id for t in turns]}
@@ -66,13 +67,23 @@ def _respond(
             s.conversation.listen(decision.reason, unit, now)
             return
     s.conversation.start(
-        decision=decision, trigger=trigger, unit=unit, turns=turns, now=now, options=options
+        decision=decision,
+        trigger=trigger,
+        unit=unit,
+        turns=turns,
+        now=now,
+        options=options,
+        request_id=request_id,
     )
 
 
 def _user_item(turn: Turn) -> Item:
     audio = ContentPart(
-        type="input_audio", audio_ms=turn.audio_ms, frames=turn.view().frames, speech=turn.speech
+        type="input_audio",
+        transcript="",  # as upstream when nothing transcribed the turn
+        audio_ms=turn.audio_ms,
+        frames=turn.view().frames,
+        speech=turn.speech,
     )
     return Item(
         id=turn.item_id,
@@ -85,7 +96,13 @@ def _user_item(turn: Turn) -> Item:
 
 def _exec_partial_commit(s: SessionPort, work: Work, now: float) -> None:
     cid = work.event_id
-    info = CommittedInfo(epoch=s.epoch, client_event_id=cid, final=False)
+    info = CommittedInfo(
+        session_id=s.session_id,
+        epoch=s.epoch,
+        client_event_id=cid,
+        final=False,
+        realtime_item_id=work.item_id,
+    )
     ack = InputAudioBufferCommitted(
         client_event_id=cid,
         item_id=work.item_id,
@@ -122,11 +139,15 @@ def _ack_commit(
     deferred = isinstance(decision, Speak) and s.conversation.active is not None
     cid = work.event_id
     inner = CommittedInfo(
+        session_id=s.session_id,
         turn_id=turn.turn_id,
         epoch=s.epoch,
         client_event_id=cid,
         no_response=True if no_response else None,
         response_create_deferred=True if deferred else None,
+        history_len=len(playback.history(s.conversation)),
+        message=CommittedMessage(content=_user_item(turn).content),
+        realtime_item_id=item_id,
     )
     ack = InputAudioBufferCommitted(
         client_event_id=cid,
@@ -142,7 +163,7 @@ def _ack_commit(
     if transcript is not None and s.settings.input_audio_transcription is not None:
         s.emit(InputAudioTranscriptionCompleted(item_id=item_id, transcript=transcript), now)
     if host is None:
-        s.emit(ConversationItemDone(item=s.conversation.item(item_id)), now)
+        s.emit(s.conversation.item_done(s.conversation.item(item_id)), now)
     return host is not None, deferred
 
 
@@ -161,7 +182,7 @@ def _exec_commit(s: SessionPort, work: Work, now: float) -> None:
         s.conversation.listen(decision.reason, turn.units[-1] if turn.units else None, now)
     else:
         turns = s.retained.take() + ([] if joined else [turn])
-        _respond(s, decision, "commit", None, turns, now)
+        _respond(s, decision, "commit", None, turns, now, request_id=work.event_id or None)
 
 
 def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
@@ -188,4 +209,4 @@ def _exec_response_create(s: SessionPort, work: Work, now: float) -> None:
         return
     assert decision is not None
     s.retained.take()
-    _respond(s, decision, "response.create", None, turns, now, work.options)
+    _respond(s, decision, "response.create", None, turns, now, work.options, cid or None)

@@ -10,6 +10,7 @@ from duplex_client.protocol.objects import ContentPart, PlaybackInfo, PlaybackTo
 from duplex_client.protocol.response_events import PlaybackAcknowledged
 from duplex_client.server.conversation import Conversation
 from duplex_client.server.errors import Reject, event_ref
+from duplex_client.server.response_meta import cursor
 
 
 def seal_finished(conv: Conversation) -> None:
@@ -50,12 +51,15 @@ def ack(conv: Conversation, event: PlaybackAck) -> PlaybackAcknowledged:
     in_history = state.committed_ms > 0 and (ack_only or state.done)
     cid = event_ref(event)
     info = PlaybackInfo(
+        session_id=conv.host.session_id,
+        epoch=conv.host.epoch,
         client_event_id=cid,
         response_id=rid,
         item_id=state.item_id,
         played_ms=state.played_ms,
         committed_ms=state.committed_ms,
         truncate=state.truncated,
+        playback=cursor(state),
         history_committed=in_history,
     )
     return PlaybackAcknowledged(

@@ -36,6 +36,7 @@ from duplex_client.server.journal import Journal
 from duplex_client.server.ledger import InputLedger
 from duplex_client.server.lifecycle import Lifecycle, SessionState
 from duplex_client.server.limits import Limits
+from duplex_client.server.live_state import live_state
 from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
@@ -210,6 +211,7 @@ class DuplexSession:
             epoch=self._epoch,
             capabilities=self._caps.to_dict(),
             playback=playback.totals(self._conversation),
+            live=live_state(self._conversation, self._inputs, self._retained),
         ).to_dict()
 
     def open(self, now: float) -> list[Output]:
@@ -376,7 +378,7 @@ class DuplexSession:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
         if self.closed:
             return
-        notice = close_notice(self._session_id, reason, self._emitter)
+        notice = close_notice(self._session_id, self._epoch, reason, self._emitter)
         self.emit(notice, now)
         self._end(notice.reason or reason, close_code)  # an over-long reason is not kept
 

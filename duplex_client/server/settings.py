@@ -31,6 +31,7 @@ from duplex_client.protocol.requests import (
 )
 from duplex_client.server.errors import Reject
 from duplex_client.server.knobs import EXTRA_DEFAULTS, merge_extra_body
+from duplex_client.server.live_state import LiveState
 from duplex_client.server.profiles import Profile
 from duplex_client.server.tool_settings import check_session_tools
 
@@ -69,6 +70,18 @@ _HANDLED: Final = frozenset(
         "epoch",
         "tools",
         "tool_choice",
+        # upstream's session fields (read, or owned by the session: issue #20)
+        "output_modalities",
+        "response_format",
+        "max_output_tokens",
+        "max_tokens",
+        "speed",
+        "tracing",
+        "turn_state",
+        "turn_id",
+        "active_request_id",
+        "active_response_id",
+        "active_response_turn_id",
     }
 )
 
@@ -94,6 +107,8 @@ class SessionSettings:
     temperature: float | None = None
     max_output_tokens: int | str | None = None
     idle_timeout_s: float = 300.0
+    speed: float | None = None
+    tracing: str | dict[str, Any] | None = None
     ref_audio_digest: str | None = field(default=None, repr=False)
     extra_body: dict[str, Any] = field(default_factory=lambda: dict(EXTRA_DEFAULTS))
     #: Declared function tools (as sent) and the `tool_choice`.
@@ -135,14 +150,22 @@ class SessionSettings:
         epoch: int,
         capabilities: dict[str, Any],
         playback: PlaybackTotals,
+        live: LiveState,
     ) -> SessionObject:
         """The `session` object of `session.created` / `session.updated` (no `ref_audio`)."""
+        cap = self.max_output_tokens
         return SessionObject(
             id=session_id,
             state=state,
+            turn_state=live.turn_state,
             epoch=epoch,
+            turn_id=live.turn_id,
+            active_request_id=live.active_request_id,
+            active_response_id=live.active_response_id,
+            active_response_turn_id=live.active_response_turn_id,
             model=self.model,
             modalities=list(self.modalities),
+            output_modalities=list(self.modalities),
             input_audio_format=self.input_format,
             sample_rate_hz=self.input_rate,
             audio=AudioInfo(
@@ -165,7 +188,10 @@ class SessionSettings:
             instructions=self.instructions,
             voice=self.voice,
             temperature=self.temperature,
-            max_response_output_tokens=self.max_output_tokens,
+            max_response_output_tokens=cap,
+            max_tokens=cap if isinstance(cap, int) else None,
+            speed=self.speed,
+            tracing=self.tracing,
             idle_timeout_s=self.idle_timeout_s,
             extra_body=dict(self.extra_body),
             capabilities=capabilities,
@@ -210,8 +236,9 @@ def apply_update(
         if not handshake and req.model != base.model:
             raise Reject(ErrorCode.MODEL_UPDATE_UNSUPPORTED, "the model cannot change", "model")
         changes["model"] = req.model
-    if req.modalities is not None:
-        changes["modalities"] = tuple(dict.fromkeys(req.modalities))
+    modalities = req.modalities if req.modalities is not None else req.output_modalities
+    if modalities is not None:
+        changes["modalities"] = tuple(dict.fromkeys(modalities))
     if not handshake:
         _fixed_fields(req, base, profile)
     _formats(req, base, audio_started, changes)
@@ -352,10 +379,18 @@ def _simple_fields(
         out["voice"] = req.voice
     if req.temperature is not None:
         out["temperature"] = float(req.temperature)
-    if req.max_response_output_tokens is not None:
-        out["max_output_tokens"] = req.max_response_output_tokens
+    caps = (req.max_response_output_tokens, req.max_output_tokens, req.max_tokens)
+    cap = next((c for c in caps if c is not None), None)
+    if cap is not None:
+        out["max_output_tokens"] = cap
     if req.idle_timeout_s is not None:
         out["idle_timeout_s"] = float(req.idle_timeout_s)
+    a_out = req.audio.output if req.audio is not None else None
+    speed = req.speed if req.speed is not None else a_out.speed if a_out is not None else None
+    if speed is not None:
+        out["speed"] = float(speed)
+    if req.tracing is not None:
+        out["tracing"] = req.tracing
 
 
 def _ref_audio(

@@ -21,7 +21,7 @@ def check_session_tools(
     """Put the accepted `tools` / `tool_choice` into `out`; raises `Reject(invalid_tools)`."""
     tools = base.tools
     if req.tools is not None:
-        if req.tools and not profile.calls_functions:
+        if req.tools and not profile.supports_tools:
             raise Reject(
                 ErrorCode.INVALID_TOOLS,
                 f"profile {profile.name} does not call functions (supports_tools is false)",

@@ -35,7 +35,7 @@ def callable_here(s: SessionPort, decision: CallTool) -> bool:
         return True
     settings = s.settings
     return (
-        s.profile.calls_functions
+        s.profile.supports_tools
         and settings.tool_choice != "none"
         and decision.name in tool_names(list(settings.tools))
     )

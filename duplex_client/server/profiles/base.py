@@ -46,12 +46,19 @@ class Profile:
     response_lifecycle: str | None = None
     #: Function calling (session `tools`, `function_call` items); advertised as `supports_tools`.
     supports_tools: bool = False
+    #: Whether turns are committed by the client (False: the model answers without commits).
+    supports_client_commit: bool = True
+    #: Who signals turns (empty: derived from the lane, `turn_signal_sources`).
+    signal_sources: tuple[str, ...] = ()
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
-    @property
-    def calls_functions(self) -> bool:
-        """Whether the model calls functions (`supports_tools`, also when set as a capability)."""
-        return self.supports_tools or self.extra_capabilities.get("supports_tools") is True
+    def turn_signal_sources(self) -> tuple[str, ...]:
+        """Who signals turns (`signal_sources`): as set, else the client's events, the overlap
+        policy and, in a model-native lane, the model."""
+        if self.signal_sources:
+            return self.signal_sources
+        native = ("model_native",) if self.implementation_level == "model_native_duplex" else ()
+        return ("client_event", "server_policy", *native)
 
     def capabilities(self, limits: Limits, *, resumable: bool = True) -> Capabilities:
         """The `session.capabilities` this profile advertises under these limits."""
@@ -67,10 +74,15 @@ class Profile:
             supports_session_resume=resumable and self.resumable,
             supports_barge_in=self.barge_in,
             supports_playback_ack=True,
+            supports_session_lease=resumable and self.resumable,
+            supports_audio_truncate=self.supports_audio_truncate,
+            supports_client_commit=self.supports_client_commit,
+            input_modes=("append_audio_chunk",),
+            signal_sources=self.turn_signal_sources(),
+            target_barge_in_latency_ms=self.chunk_period_ms,
             raw={
                 "supports_input_append": True,
                 "supports_multi_session": limits.max_sessions > 1,
-                "supports_audio_truncate": self.supports_audio_truncate,
                 **(
                     {"response_lifecycle": self.response_lifecycle}
                     if self.response_lifecycle is not None

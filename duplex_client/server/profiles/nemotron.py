@@ -14,10 +14,6 @@ NEMOTRON = Profile(
     barge_in=False,
     supports_audio_truncate=False,
     response_lifecycle="continuous_stream",
-    extra_capabilities={
-        "supports_tools": True,
-        "supports_client_commit": True,
-        "input_modes": ["append_audio_chunk"],
-        "signal_sources": ["model_native", "client_event"],
-    },
+    supports_tools=True,
+    signal_sources=("model_native", "client_event"),
 )

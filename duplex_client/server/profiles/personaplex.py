@@ -18,11 +18,7 @@ PERSONAPLEX = Profile(
     fixed_persona=True,
     fixed_voice=True,
     supports_audio_truncate=False,
-    extra_capabilities={
-        "input_audio_format": "pcm_f32le",
-        "input_sample_rate_hz": 24000,
-        "supports_client_commit": False,
-        "input_modes": ["append_audio_chunk"],
-        "signal_sources": ["model_native"],
-    },
+    supports_client_commit=False,
+    signal_sources=("model_native",),
+    extra_capabilities={"input_audio_format": "pcm_f32le", "input_sample_rate_hz": 24000},
 )

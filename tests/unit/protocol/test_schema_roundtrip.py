@@ -15,6 +15,7 @@ from duplex_client.protocol import (
     CLIENT_EVENT_TYPES,
     GA_TO_BETA,
     SERVER_EVENT_TYPES,
+    Capabilities,
     ErrorInfo,
     SchemaError,
     decode_client_event,
@@ -64,6 +65,10 @@ _VALID: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     ),
     (rq.SessionRequest, "max_response_output_tokens"): st.integers(1, 4096) | st.just("inf"),
     (rq.ResponseOptions, "max_output_tokens"): st.integers(1, 4096) | st.just("inf"),
+    (rq.SessionRequest, "max_output_tokens"): st.integers(1, 4096) | st.just("inf"),
+    (rq.SessionRequest, "max_tokens"): st.integers(1, 4096) | st.just("inf"),
+    (rq.SessionRequest, "response_format"): st.sampled_from(["pcm", "pcm16", "s16le"]),
+    (rq.SessionRequest, "tracing"): st.just("auto") | json_objects,
     (rq.SessionRequest, "ref_audio"): st.just("data:audio/wav;base64,UklGRg=="),
     # A server needs one of audio and frames, and a frame is never empty.
     (ce.InputAudioBufferAppend, "audio"): st.text(min_size=1, max_size=12),
@@ -276,3 +281,35 @@ def test_tolerant_decode_keeps_defaults_for_ill_typed_fields() -> None:
     )
     assert event.delta == "" and event.sample_rate_hz is None  # type: ignore[attr-defined]
     assert event.raw["x"] == 1
+
+
+#: Capabilities is not a `Record`; its upstream fields (#20) round-trip all the same.
+_names = st.lists(st.text(max_size=8), max_size=3).map(tuple)
+
+
+@EXAMPLES
+@given(
+    lease=st.booleans(),
+    truncate=st.booleans(),
+    commit=st.booleans(),
+    modes=_names,
+    sources=_names,
+    latency=st.none() | st.integers(0, 10_000),
+)
+def test_capabilities_round_trip(
+    lease: bool,
+    truncate: bool,
+    commit: bool,
+    modes: tuple[str, ...],
+    sources: tuple[str, ...],
+    latency: int | None,
+) -> None:
+    caps = Capabilities(
+        supports_session_lease=lease,
+        supports_audio_truncate=truncate,
+        supports_client_commit=commit,
+        input_modes=modes,
+        signal_sources=sources,
+        target_barge_in_latency_ms=latency,
+    )
+    assert Capabilities.from_dict(caps.to_dict()) == caps

@@ -107,17 +107,14 @@ def test_ledger_accepts_each_output_once() -> None:
     assert again.value.code == "duplicate_function_output"
 
 
-def test_a_profile_calls_functions_by_field_or_capability() -> None:
+def test_a_profile_advertises_the_tools_it_calls() -> None:
     from dataclasses import replace
 
     from duplex_client.server.limits import Limits
     from duplex_client.server.profiles import get_profile
 
     plain = get_profile("minicpmo")
-    assert not plain.calls_functions
+    assert not plain.supports_tools
     assert plain.capabilities(Limits()).raw["supports_tools"] is False
-    by_field = replace(plain, supports_tools=True)
-    by_capability = replace(plain, extra_capabilities={"supports_tools": True})
-    for profile in (by_field, by_capability):
-        assert profile.calls_functions
-        assert profile.capabilities(Limits()).raw["supports_tools"] is True
+    assert get_profile("nemotron").capabilities(Limits()).raw["supports_tools"] is True
+    assert replace(plain, supports_tools=True).capabilities(Limits()).raw["supports_tools"] is True

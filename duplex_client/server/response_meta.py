@@ -1,0 +1,71 @@
+"""The session's records a response's events carry in their `metadata` (upstream's shapes)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from duplex_client.protocol.objects import (
+    AudioDeltaInfo,
+    AudioTextMark,
+    CreatedInfo,
+    DoneInfo,
+    ListenInfo,
+    PlaybackTotals,
+    SpeakInfo,
+)
+
+if TYPE_CHECKING:
+    from duplex_client.server.conversation import ResponseState
+
+
+def cursor(state: ResponseState) -> PlaybackTotals:
+    """One response's playback cursor (audio is sent as it is generated)."""
+    return PlaybackTotals(
+        generated_ms=state.audio_ms,
+        sent_ms=state.audio_ms,
+        played_ms=state.played_ms,
+        committed_ms=state.committed_ms,
+    )
+
+
+def created(state: ResponseState, session_id: str, epoch: int) -> dict[str, Any]:
+    """`response.created.response.metadata`: the response's metadata and `duplex_event`."""
+    turns = state.metadata.get("turn_ids") or []
+    event = CreatedInfo(
+        session_id=session_id,
+        response_id=state.response_id,
+        epoch=epoch,
+        turn_id=turns[-1] if turns else None,
+        trigger=state.metadata.get("trigger"),
+    )
+    return {**state.metadata, "audio_duration_ms": 0, "duplex_event": event.to_dict()}
+
+
+def speak(meta: dict[str, Any], session_id: str, epoch: int) -> dict[str, Any]:
+    """`response.speak.metadata`."""
+    return SpeakInfo(session_id=session_id, epoch=epoch).body(dict(meta))
+
+
+def listen(meta: dict[str, Any], session_id: str, epoch: int) -> dict[str, Any]:
+    """`response.listen.response.metadata`: the listen record and the deciding unit."""
+    return ListenInfo(session_id=session_id, epoch=epoch).body(dict(meta))
+
+
+def delta(state: ResponseState, session_id: str, *, end_of_turn: bool) -> dict[str, Any]:
+    """An audio delta's `metadata`, once `state` counts the delta's audio and transcript."""
+    meta = {**state.metadata, "audio_duration_ms": state.audio_ms, "end_of_turn": end_of_turn}
+    mark = AudioTextMark(text_chars=len(state.transcript), audio_end_ms=state.audio_ms)
+    info = AudioDeltaInfo(session_id=session_id, audio_text_marks=[mark], playback=cursor(state))
+    return info.body(meta)
+
+
+def done(state: ResponseState, session_id: str) -> dict[str, Any]:
+    """`response.done.response.metadata`: the response's metadata and the end record."""
+    info = DoneInfo(
+        session_id=session_id,
+        response_id=state.response_id,
+        epoch=state.metadata["epoch"],
+        committed=state.committed_ms > 0,
+        playback=cursor(state),
+    )
+    return info.body({**state.metadata, "audio_duration_ms": state.audio_ms})
