@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from duplex_client.protocol import response_events as r
@@ -25,6 +25,7 @@ from duplex_client.server import ids, response_meta
 from duplex_client.server.assembler import Unit
 from duplex_client.server.emitter import Emitter
 from duplex_client.server.engine.base import AudioChunk, Engine, Listen, Speak, TurnView
+from duplex_client.server.response_state import ResponseState
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.tool_ledger import ToolLedger
 
@@ -87,32 +88,6 @@ class Turn:
         )
 
 
-@dataclass
-class ResponseState:
-    """One response from `response.created` to `response.done`, then its playback record."""
-
-    response_id: str
-    metadata: dict[str, Any]
-    modalities: tuple[str, ...]
-    chunks: list[AudioChunk] = field(default_factory=list)
-    next_chunk: int = 0
-    next_due: float = 0.0
-    audio_ms: int = 0
-    transcript: str = ""
-    done: bool = False
-    sealed: bool = False
-    played_ms: int = 0
-    committed_ms: int = 0
-    truncated: bool = False
-    #: The client event that asked for this response (its commit or `response.create`).
-    request_id: str | None = None
-
-    @property
-    def item_id(self) -> str:
-        """`item_<response_id>`."""
-        return f"item_{self.response_id}"
-
-
 class Conversation:
     """The response lane and history of one session (sans-I/O, driven by its session)."""
 
@@ -171,8 +146,7 @@ class Conversation:
         """Cut an assistant item's committed audio at `audio_end_ms` (as a truncating ack)."""
         state = self.responses.get(item_id[5:])
         if state is not None:
-            state.committed_ms = min(audio_end_ms, state.audio_ms)
-            state.truncated = True
+            state.truncate_at(audio_end_ms)
 
     # --- responses ---
 
@@ -363,7 +337,7 @@ class Conversation:
             self._emit(self.item_done(item), now)
             output = [item]
             if self.host.settings.playback_commit_policy == "commit_all_on_done":
-                state.committed_ms = state.audio_ms
+                state.commit_all()
         response = self._response_obj(
             state, status, output, response_meta.done(state, self.host.session_id)
         )

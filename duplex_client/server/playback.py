@@ -38,39 +38,26 @@ def ack(conv: Conversation, event: PlaybackAck) -> PlaybackAcknowledged:
             "the response finished before a later commit; its ack comes too late",
             "response_id",
         )
-    played = event.played_ms
-    committed = played if event.committed_ms is None else event.committed_ms
-    if not state.truncated:
-        state.played_ms = max(state.played_ms, min(played, state.audio_ms))
-        new_committed = min(committed, played, state.audio_ms)
-        if ack_only or event.truncate:
-            state.committed_ms = (
-                new_committed if event.truncate else max(state.committed_ms, new_committed)
-            )
-        state.truncated = event.truncate
-    in_history = state.committed_ms > 0 and (ack_only or state.done)
-    cid = event_ref(event)
+    state.acknowledge(
+        event.played_ms, event.committed_ms, truncate=event.truncate, ack_only=ack_only
+    )
+    record: dict[str, Any] = {
+        "client_event_id": event_ref(event),
+        "response_id": rid,
+        "item_id": state.item_id,
+        "played_ms": state.played_ms,
+        "committed_ms": state.committed_ms,
+        "truncate": state.truncated,
+    }
+    host = conv.host
     info = PlaybackInfo(
-        session_id=conv.host.session_id,
-        epoch=conv.host.epoch,
-        client_event_id=cid,
-        response_id=rid,
-        item_id=state.item_id,
-        played_ms=state.played_ms,
-        committed_ms=state.committed_ms,
-        truncate=state.truncated,
+        session_id=host.session_id,
+        epoch=host.epoch,
         playback=cursor(state),
-        history_committed=in_history,
+        history_committed=state.in_history(ack_only=ack_only),
+        **record,
     )
-    return PlaybackAcknowledged(
-        client_event_id=cid,
-        response_id=rid,
-        item_id=state.item_id,
-        played_ms=state.played_ms,
-        committed_ms=state.committed_ms,
-        truncate=state.truncated,
-        event=info.to_dict(),
-    )
+    return PlaybackAcknowledged(event=info.to_dict(), **record)
 
 
 def totals(conv: Conversation) -> PlaybackTotals:
@@ -97,20 +84,13 @@ def history(conv: Conversation) -> list[dict[str, Any]]:
         state = conv.responses.get(item_id[5:])
         if state is None or not state.done or state.committed_ms <= 0:
             continue
-        words = state.transcript.split()
-        keep = (
-            len(words)
-            if state.audio_ms == 0
-            else round(len(words) * state.committed_ms / state.audio_ms)
-        )
+        remembered = ContentPart(type="output_audio", transcript=state.remembered_transcript())
         out.append(
             {
                 **item,
                 "audio_ms": state.committed_ms,
                 "truncated": state.committed_ms < state.audio_ms,
-                "content": [
-                    ContentPart(type="output_audio", transcript=" ".join(words[:keep])).to_dict()
-                ],
+                "content": [remembered.to_dict()],
             }
         )
     return out

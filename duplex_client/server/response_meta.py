@@ -15,7 +15,7 @@ from duplex_client.protocol.objects import (
 )
 
 if TYPE_CHECKING:
-    from duplex_client.server.conversation import ResponseState
+    from duplex_client.server.response_state import ResponseState
 
 
 def cursor(state: ResponseState) -> PlaybackTotals:
