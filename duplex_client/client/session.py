@@ -305,13 +305,17 @@ class DuplexClientBase:
         self, event_id: str, timeout: float | None = None
     ) -> se.InputAudioBufferCommitted:
         """Wait for the acknowledgement of a commit; an error echoing its id raises."""
+        result = await self._outcome(event_id, timeout)
+        assert isinstance(result, se.InputAudioBufferCommitted)
+        return result
+
+    async def _outcome(self, event_id: str, timeout: float | None) -> se.ServerEvent:
+        """The server's answer to the client event `event_id` (an error echoing it raises)."""
         async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
             outcome = self.connection.outcomes.get(event_id)
             if outcome is None:
                 outcome = await self._consumers.outcome(event_id)
-        result = unwrap(outcome)
-        assert isinstance(result, se.InputAudioBufferCommitted)
-        return result
+        return unwrap(outcome)
 
     @property
     def continuous_stream(self) -> bool:
@@ -321,8 +325,7 @@ class DuplexClientBase:
     @property
     def takes_commits(self) -> bool:
         """Whether turns end with a commit (False: `supports_client_commit: false`, or a stream)."""
-        supported = self.capabilities.raw.get("supports_client_commit") is not False
-        return supported and not self.continuous_stream
+        return self.capabilities.supports_client_commit and not self.continuous_stream
 
     async def end_stream(self, timeout: float | None = None) -> se.StreamDrained:
         """End a continuous stream: `session.end`, then wait for `stream_drained`.
@@ -331,11 +334,7 @@ class DuplexClientBase:
         first; an `error` echoing the request raises. The session stays open (`close()` next).
         """
         event_id = await self._send(self.connection.send(ce.SessionEnd()))
-        async with asyncio.timeout(timeout):
-            outcome = self.connection.outcomes.get(event_id)
-            if outcome is None:
-                outcome = await self._consumers.outcome(event_id)
-        result = unwrap(outcome)
+        result = await self._outcome(event_id, timeout)
         assert isinstance(result, se.StreamDrained)
         return result
 

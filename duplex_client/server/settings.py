@@ -239,8 +239,7 @@ def apply_update(
     modalities = req.modalities if req.modalities is not None else req.output_modalities
     if modalities is not None:
         changes["modalities"] = tuple(dict.fromkeys(modalities))
-    if not handshake:
-        _fixed_fields(req, base, profile)
+    _pinned_fields(req, base, profile, handshake, audio_started, changes)
     _formats(req, base, audio_started, changes)
     _turn_detection(raw, profile, changes)
     _transcription(raw, req, changes)
@@ -255,20 +254,46 @@ def apply_update(
     return replace(base, **changes)
 
 
-def _fixed_fields(req: SessionRequest, base: SessionSettings, profile: Profile) -> None:
-    """A profile whose persona or voice is fixed at open refuses a change of either."""
-    if profile.fixed_persona and req.instructions not in (None, base.instructions):
-        raise Reject(
-            ErrorCode.PERSONA_UPDATE_UNSUPPORTED,
-            "the persona (instructions) cannot change after the session is created",
-            "instructions",
-        )
-    if profile.fixed_voice and req.voice not in (None, base.voice):
-        raise Reject(
-            ErrorCode.VOICE_UPDATE_UNSUPPORTED,
-            "the voice cannot change after the session is created",
-            "voice",
-        )
+#: Fields a model may pin: (name, the profile flag that fixes it at open, its code then and its
+#: words, the code once audio has started and its words).
+_PINNED: Final = (
+    (
+        "instructions",
+        "fixed_persona",
+        ErrorCode.PERSONA_UPDATE_UNSUPPORTED,
+        "the persona (instructions) cannot change after the session is created",
+        ErrorCode.INSTRUCTIONS_UPDATE_UNSUPPORTED,
+        "instructions cannot change after the first append",
+    ),
+    (
+        "voice",
+        "fixed_voice",
+        ErrorCode.VOICE_UPDATE_UNSUPPORTED,
+        "the voice cannot change after the session is created",
+        ErrorCode.VOICE_UPDATE_AFTER_AUDIO_UNSUPPORTED,
+        "the voice cannot change after the first append",
+    ),
+)
+
+
+def _pinned_fields(
+    req: SessionRequest,
+    base: SessionSettings,
+    profile: Profile,
+    handshake: bool,
+    audio_started: bool,
+    out: dict[str, Any],
+) -> None:
+    """The persona and the voice: fixed at open on some profiles, and after the first append."""
+    for name, fixed, fixed_code, fixed_words, audio_code, audio_words in _PINNED:
+        value = getattr(req, name)
+        if value is None or value == getattr(base, name):
+            continue
+        if not handshake and getattr(profile, fixed):
+            raise Reject(fixed_code, fixed_words, name)
+        if audio_started:
+            raise Reject(audio_code, audio_words, name)
+        out[name] = value
 
 
 def _formats(
@@ -361,22 +386,6 @@ def _simple_fields(
         out["overlap_silence_rms"] = float(req.overlap_silence_rms)
     if req.playback_commit_policy is not None:
         out["playback_commit_policy"] = req.playback_commit_policy
-    if req.instructions is not None and req.instructions != base.instructions:
-        if audio_started:
-            raise Reject(
-                ErrorCode.INSTRUCTIONS_UPDATE_UNSUPPORTED,
-                "instructions cannot change after the first append",
-                "instructions",
-            )
-        out["instructions"] = req.instructions
-    if req.voice is not None and req.voice != base.voice:
-        if audio_started:
-            raise Reject(
-                ErrorCode.VOICE_UPDATE_AFTER_AUDIO_UNSUPPORTED,
-                "the voice cannot change after the first append",
-                "voice",
-            )
-        out["voice"] = req.voice
     if req.temperature is not None:
         out["temperature"] = float(req.temperature)
     caps = (req.max_response_output_tokens, req.max_output_tokens, req.max_tokens)
