@@ -162,8 +162,9 @@ class Capabilities:
     def to_dict(self) -> dict[str, Any]:
         """The wire form, with every field present."""
         order = [k for k in UnitKind if k in self.input_unit_kinds]
+        raw = {k: v for k, v in self.raw.items() if k != "response_lifecycle"}
         return {
-            **self.raw,
+            **raw,
             "implementation_level": self.implementation_level,
             "chunk_period_ms": self.chunk_period_ms,
             "first_unit_ms": self.first_unit_ms,
