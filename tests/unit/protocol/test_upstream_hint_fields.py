@@ -153,3 +153,17 @@ def test_the_server_vad_reads_its_knobs_through_the_schema() -> None:
     assert (tuned.threshold, tuned.silence_ms) == (0.7, 300)
     plain = _params(replace(base, turn_detection={"type": "server_vad"}))
     assert (plain.threshold, plain.silence_ms) == (VadParams().threshold, VadParams().silence_ms)
+
+
+def test_an_audio_delta_reads_its_turn_end_and_duration() -> None:
+    from duplex_client.protocol.events import parse_server_event
+    from duplex_client.protocol.response_events import ResponseAudioDelta
+
+    meta = {"session_id": "s", "epoch": 0, "end_of_turn": True, "audio_duration_ms": 600}
+    event = parse_server_event({"type": "response.audio.delta", "delta": "", "metadata": meta})
+    assert isinstance(event, ResponseAudioDelta)
+    assert (event.end_of_turn, event.audio_duration_ms) == (True, 600)
+    junk = {"end_of_turn": "yes", "audio_duration_ms": True}
+    event = parse_server_event({"type": "response.output_audio.delta", "metadata": junk})
+    assert isinstance(event, ResponseAudioDelta)
+    assert (event.end_of_turn, event.audio_duration_ms) == (None, None)
