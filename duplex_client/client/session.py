@@ -320,7 +320,7 @@ class DuplexClientBase:
     @property
     def continuous_stream(self) -> bool:
         """The server's `response_lifecycle` is `continuous_stream` (input ends by `end_stream`)."""
-        return self.capabilities.raw.get("response_lifecycle") == "continuous_stream"
+        return self.capabilities.response_lifecycle == "continuous_stream"
 
     @property
     def takes_commits(self) -> bool:

@@ -44,6 +44,10 @@ def _names(value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str))
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _optional_int(value: Any) -> int | None:
     return value if isinstance(value, int) and value.__class__ is not bool else None
 
@@ -88,6 +92,13 @@ class Capabilities:
     signal_sources: tuple[str, ...] = ()
     #: The barge-in latency the server aims for (None: not stated).
     target_barge_in_latency_ms: int | None = None
+    #: Whether input arrives as appends (`input_audio_buffer.append`, always so here).
+    supports_input_append: bool = True
+    #: Whether the server holds more than one session at a time.
+    supports_multi_session: bool = False
+    #: `model_turn` (responses end) or `continuous_stream` (Nemotron: `session.end`); None:
+    #: not stated.
+    response_lifecycle: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -123,6 +134,9 @@ class Capabilities:
             input_modes=_names(data.get("input_modes"), ("append_audio_chunk",)),
             signal_sources=_names(data.get("signal_sources"), ()),
             target_barge_in_latency_ms=_optional_int(data.get("target_barge_in_latency_ms")),
+            supports_input_append=_flag(data.get("supports_input_append"), True),
+            supports_multi_session=_flag(data.get("supports_multi_session")),
+            response_lifecycle=_text(data.get("response_lifecycle")),
             raw=dict(data),
         )
 
@@ -148,8 +162,9 @@ class Capabilities:
     def to_dict(self) -> dict[str, Any]:
         """The wire form, with every field present."""
         order = [k for k in UnitKind if k in self.input_unit_kinds]
+        raw = {k: v for k, v in self.raw.items() if k != "response_lifecycle"}
         return {
-            **self.raw,
+            **raw,
             "implementation_level": self.implementation_level,
             "chunk_period_ms": self.chunk_period_ms,
             "first_unit_ms": self.first_unit_ms,
@@ -167,4 +182,11 @@ class Capabilities:
             "input_modes": list(self.input_modes),
             "signal_sources": list(self.signal_sources),
             "target_barge_in_latency_ms": self.target_barge_in_latency_ms,
+            "supports_input_append": self.supports_input_append,
+            "supports_multi_session": self.supports_multi_session,
+            **(
+                {"response_lifecycle": self.response_lifecycle}
+                if self.response_lifecycle is not None
+                else {}
+            ),
         }

@@ -7,12 +7,12 @@ A client builds and encodes them (`to_dict`); a server decodes them strictly
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Final
 
 from duplex_client.protocol.codec import new_client_event_id
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.fields import OMIT, Rule, SchemaError
-from duplex_client.protocol.requests import ResponseOptions
+from duplex_client.protocol.requests import AppendVad, ResponseOptions
 from duplex_client.protocol.schema import Record, lift_fields
 
 _FRAMES = ErrorCode.INVALID_VIDEO_FRAMES
@@ -95,6 +95,16 @@ class SessionEventAck(ClientEvent):
     server_event_seq: Annotated[int, Rule(ge=0)]
 
 
+#: A speech probability at or above this is speech (vLLM-Omni's threshold).
+SPEECH_PROBABILITY: Final = 0.5
+
+
+def _speech_verdict(is_speech: bool | None, probability: float | None) -> bool | None:
+    if is_speech is not None:
+        return is_speech
+    return None if probability is None else probability >= SPEECH_PROBABILITY
+
+
 @dataclass(kw_only=True, slots=True)
 class InputAudioBufferAppend(ClientEvent):
     """`input_audio_buffer.append`: one append of any unit kind (AUDIO, OMNI or VISION).
@@ -129,6 +139,27 @@ class InputAudioBufferAppend(ClientEvent):
     overlap_action: Annotated[str | None, Rule(aliases=("overlap",), omit=True)] = None
     force_barge_in: Annotated[bool | None, OMIT] = None
     force_listen: Annotated[bool | None, OMIT] = None
+    #: The client's speech hints (§3.2): a probability (speech at 0.5 or more), a VAD
+    #: verdict object, and the RMS below which the overlap gate hears silence.
+    speech_probability: Annotated[float | None, Rule(omit=True, ge=0, le=1)] = None
+    vad: Annotated[AppendVad | None, OMIT] = None
+    overlap_silence_rms: Annotated[float | None, Rule(omit=True, ge=0, le=1)] = None
+
+    @property
+    def declared_speech(self) -> bool | None:
+        """The client's speech verdict: `is_speech`, then `vad`, then `speech_probability`."""
+        if self.is_speech is not None:
+            return self.is_speech
+        vad = self.vad
+        declared = None if vad is None else _speech_verdict(vad.is_speech, vad.speech_probability)
+        return declared if declared is not None else _speech_verdict(None, self.speech_probability)
+
+    @property
+    def silence_rms(self) -> float | None:
+        """This append's overlap silence threshold (`overlap_silence_rms`, then `vad`'s)."""
+        if self.overlap_silence_rms is not None:
+            return self.overlap_silence_rms
+        return None if self.vad is None else self.vad.silence_rms
 
     def __post_init__(self) -> None:
         if self.audio_start_ms is None and None not in (self.audio_end_ms, self.duration_ms):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final, Self
 
-from duplex_client.protocol.schema import OMIT, Record, specs, tolerant_fields
+from duplex_client.protocol.schema import OMIT, Record, Rule, specs, tolerant_fields
 
 #: `session.turn_state` values, as upstream names them.
 TURN_STATES: Final = (
@@ -31,7 +31,8 @@ class ContentPart(Record):
     transcript: Annotated[str | None, OMIT] = None
     audio_ms: Annotated[int | None, OMIT] = None
     frames: Annotated[int | None, OMIT] = None
-    speech: Annotated[bool | None, OMIT] = None
+    #: Whether the turn held speech (`false`: a declared-silence commit); `speech` is read too.
+    is_speech: Annotated[bool | None, Rule(aliases=("speech",), omit=True)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -156,10 +157,17 @@ class AudioTextMark(Record):
 
 @dataclass(kw_only=True, slots=True)
 class AudioDeltaInfo(Record):
-    """What an audio delta's `metadata` adds to its response's metadata (§4)."""
+    """What an audio delta's `metadata` adds to its response's metadata (§4).
+
+    `audio_duration_ms` is the response's audio so far, this delta's included;
+    `end_of_turn` marks the response's last delta.
+    """
 
     session_id: str
+    epoch: Annotated[int | None, OMIT] = None
     model_speak: bool = True
+    end_of_turn: bool = False
+    audio_duration_ms: int = 0
     audio_text_marks: list[AudioTextMark] = field(default_factory=list)
     playback: PlaybackTotals = field(default_factory=PlaybackTotals)
 
@@ -180,6 +188,8 @@ class ListenInfo(Record):
     type: str = "response.listen"
     session_id: str
     epoch: int
+    #: Why the model listened (`model_listen`, …; None when not stated).
+    reason: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -192,6 +202,14 @@ class CreatedInfo(Record):
     epoch: int
     turn_id: int | None = None
     trigger: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class CreatedMeta(Record):
+    """What `response.created.response.metadata` adds to the response's metadata."""
+
+    audio_duration_ms: int = 0
+    duplex_event: CreatedInfo
 
 
 @dataclass(kw_only=True, slots=True)
@@ -208,6 +226,8 @@ class DoneInfo(Record):
     epoch: int
     committed: bool
     playback: PlaybackTotals = field(default_factory=PlaybackTotals)
+    #: The response's audio, in ms.
+    audio_duration_ms: int = 0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -327,6 +347,7 @@ OBJECT_CLASSES: tuple[type[Record], ...] = (
     SpeakInfo,
     ListenInfo,
     CreatedInfo,
+    CreatedMeta,
     DoneInfo,
     ResumeInput,
     PlaybackTotals,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Final
 
 from duplex_client.protocol.codec import CodecError, b64decode
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.protocol.schema import Record, Rule
+from duplex_client.protocol.schema import OMIT, Record, Rule
 from duplex_client.protocol.tool_items import check_tool_choice, check_tools
 
 #: Input encodings (aliases → canonical) and their bytes per sample (§2.1). `pcm` is PCM16
@@ -112,6 +112,9 @@ class TurnDetection(Record):
 
     type: Annotated[str, Rule(choices=("server_vad",))]
     interrupt_response: Annotated[bool, Rule(choices=(True,))] = True
+    #: The server VAD's speech probability threshold and the silence that ends a turn.
+    threshold: Annotated[float | None, Rule(omit=True, ge=0, le=1)] = None
+    silence_duration_ms: Annotated[float | None, Rule(omit=True, gt=0)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -127,6 +130,7 @@ class AudioInputRequest(Record):
 class AudioOutputRequest(Record):
     """`session.audio.output` as a client sends it."""
 
+    format: Annotated[Any | None, Rule(check=_output_format, code=_UNSUPPORTED)] = None
     sample_rate_hz: Annotated[int | None, Rule(choices=OUTPUT_RATES, code=_UNSUPPORTED)] = None
     speed: Annotated[float | None, Rule(gt=0)] = None
 
@@ -166,7 +170,9 @@ class SessionRequest(Record):
     modalities: Annotated[list[str] | None, Rule(choices=MODALITIES, non_empty=True)] = None
     audio: AudioRequest | None = None
     input_audio_format: Annotated[Any | None, _FORMAT] = None
-    sample_rate_hz: Annotated[int | None, _INPUT_RATE] = None
+    sample_rate_hz: Annotated[
+        int | None, Rule(aliases=("sample_rate",), choices=INPUT_RATES, code=_UNSUPPORTED)
+    ] = None
     output_audio_format: Annotated[Any | None, Rule(check=_output_format, code=_UNSUPPORTED)] = None
     turn_detection: Annotated[TurnDetection | None, _TURN_DETECTION] = None
     overlap_policy: Annotated[str | None, Rule(choices=OVERLAP_POLICIES)] = None
@@ -209,6 +215,21 @@ class ResponseOptions(Record):
     max_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None
     instructions: Any | None = None
     temperature: Any | None = None
+    #: The response's output format (upstream's `response_format` too): PCM16 only here.
+    output_audio_format: Annotated[
+        Any | None, Rule(aliases=("response_format",), check=_output_format, code=_UNSUPPORTED)
+    ] = None
+
+
+@dataclass(kw_only=True, slots=True)
+class AppendVad(Record):
+    """An append's `vad`: the client VAD's verdict (`probability` is read as a synonym)."""
+
+    is_speech: Annotated[bool | None, OMIT] = None
+    speech_probability: Annotated[
+        float | None, Rule(aliases=("probability",), omit=True, ge=0, le=1)
+    ] = None
+    silence_rms: Annotated[float | None, Rule(omit=True, ge=0, le=1)] = None
 
 
 #: Every nested object class a client sends (the round-trip test covers each).
@@ -220,4 +241,5 @@ REQUEST_CLASSES: tuple[type[Record], ...] = (
     ExtraBody,
     SessionRequest,
     ResponseOptions,
+    AppendVad,
 )

@@ -197,6 +197,17 @@ class ResponseAudioDelta(ResponseEvent):
         return _flag(self.metadata.get("model_speak"))
 
     @property
+    def end_of_turn(self) -> bool | None:
+        """`metadata.end_of_turn`: this is the response's last delta (None: not stated)."""
+        return _flag(self.metadata.get("end_of_turn"))
+
+    @property
+    def audio_duration_ms(self) -> int | None:
+        """`metadata.audio_duration_ms`: the response's audio so far, this delta's included."""
+        value = self.metadata.get("audio_duration_ms")
+        return value if isinstance(value, int) and value.__class__ is not bool else None
+
+    @property
     def audio_text_marks(self) -> tuple[AudioTextMark, ...]:
         """`metadata.audio_text_marks`: how much transcript the audio so far speaks."""
         marks = self.metadata.get("audio_text_marks")

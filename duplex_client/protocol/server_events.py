@@ -182,6 +182,7 @@ class SessionResyncRequired(ServerEvent):
     """`session.resync_required`: the journal cannot guarantee replay any more."""
 
     TYPE: ClassVar[str] = "session.resync_required"
+    session_id: str | None = None
     reason: str | None = None
 
 
@@ -316,6 +317,8 @@ class ConversationItemDeleted(ServerEvent):
 
     TYPE: ClassVar[str] = "conversation.item.deleted"
     item_id: str | None = None
+    #: The `conversation.item.delete` this answers, as the client sent it.
+    event: Annotated[dict[str, Any], OMIT] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -326,6 +329,9 @@ class ConversationItemTruncated(ServerEvent):
     item_id: str | None = None
     content_index: int = 0
     audio_end_ms: int | None = None
+    #: The `conversation.item.truncate` this answers, as the client sent it (none when a
+    #: truncating `playback.ack` cut the item).
+    event: Annotated[dict[str, Any], OMIT] = field(default_factory=dict)
 
 
 __all__ = [

@@ -222,7 +222,6 @@ class Conversation:
     def listen(self, reason: str, unit: Unit | None, now: float) -> None:
         """A standalone `response.listen` (the model listened to the latest input)."""
         meta: dict[str, Any] = {
-            "reason": reason,
             "unit_index": None,
             "unit_kind": None,
             "audio_unit_index": None,
@@ -234,14 +233,16 @@ class Conversation:
             r.ResponseListen(
                 session_id=sid,
                 epoch=epoch,
-                response=ListeningObject(metadata=response_meta.listen(meta, sid, epoch)).to_dict(),
+                response=ListeningObject(
+                    metadata=response_meta.listen(meta, sid, epoch, reason)
+                ).to_dict(),
             ),
             now,
         )
 
     def _listen(self, state: ResponseState, reason: str, now: float, *, response_id: str) -> None:
         sid, epoch = self.host.session_id, self.host.epoch
-        meta = response_meta.listen({**state.metadata, "reason": reason}, sid, epoch)
+        meta = response_meta.listen(state.metadata, sid, epoch, reason)
         self._emit(
             r.ResponseListen(
                 response_id=response_id,

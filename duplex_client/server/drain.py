@@ -39,7 +39,7 @@ class StreamDrain:
 
     def end(self, s: SessionPort, event: ce.SessionEnd) -> None:
         """Accept `session.end`: remember who asked and what input is left undecided."""
-        if s.caps.raw.get("response_lifecycle") != CONTINUOUS_STREAM:
+        if s.caps.response_lifecycle != CONTINUOUS_STREAM:
             raise Reject(
                 ErrorCode.UNKNOWN_EVENT,
                 "session.end needs response_lifecycle continuous_stream",

@@ -56,9 +56,12 @@ def is_journaled(event: ServerEvent) -> bool:
 class Emitter:
     """Collects one session's outputs between two calls of its state machine."""
 
-    def __init__(self, *, beta_names: bool, journal: Journal | None) -> None:
+    def __init__(
+        self, *, beta_names: bool, journal: Journal | None, session_id: str | None = None
+    ) -> None:
         self.beta_names = beta_names
         self.journal = journal
+        self.session_id = session_id
         self._out: list[Output] = []
 
     def build(
@@ -84,7 +87,8 @@ class Emitter:
         send = self.build(event, journal.next_seq, beta=beta)
         if not journal.fits(len(send.data)):
             self.journal = None
-            self._out.append(self.build(SessionResyncRequired(reason="journal_overflow")))
+            resync = SessionResyncRequired(session_id=self.session_id, reason="journal_overflow")
+            self._out.append(self.build(resync))
             self._out.append(self.build(event, beta=beta))
             return
         journal.record(send.data, now)

@@ -83,7 +83,7 @@ def _user_item(turn: Turn) -> Item:
         transcript="",  # as upstream when nothing transcribed the turn
         audio_ms=turn.audio_ms,
         frames=turn.view().frames,
-        speech=turn.speech,
+        is_speech=turn.speech,
     )
     return Item(
         id=turn.item_id,

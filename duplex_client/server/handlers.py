@@ -172,6 +172,14 @@ def on_item_create(s: SessionPort, event: ce.ConversationItemCreate, now: float)
     s.conversation.add_item(item)
 
 
+def _echo(event: ce.ClientEvent) -> dict[str, Any]:
+    """The request as the client sent it, for an answer's `event` (`event_id` only if sent)."""
+    wire = event.to_dict()
+    if not event.event_id:
+        del wire["event_id"]
+    return wire
+
+
 def on_item_retrieve(s: SessionPort, event: ce.ConversationItemRetrieve, now: float) -> None:
     """`conversation.item.retrieve` → `conversation.item.retrieved`."""
     item_id = _known_item(s, event.item_id)
@@ -182,7 +190,7 @@ def on_item_delete(s: SessionPort, event: ce.ConversationItemDelete, now: float)
     """`conversation.item.delete` → `conversation.item.deleted`."""
     item_id = _known_item(s, event.item_id)
     s.conversation.delete_item(item_id)
-    s.emit(ConversationItemDeleted(item_id=item_id), now)
+    s.emit(ConversationItemDeleted(item_id=item_id, event=_echo(event)), now)
 
 
 def on_item_truncate(s: SessionPort, event: ce.ConversationItemTruncate, now: float) -> None:
@@ -192,7 +200,7 @@ def on_item_truncate(s: SessionPort, event: ce.ConversationItemTruncate, now: fl
     end = event.audio_end_ms
     s.conversation.truncate_item(item_id, end)
     truncated = ConversationItemTruncated(
-        item_id=item_id, content_index=event.content_index, audio_end_ms=end
+        item_id=item_id, content_index=event.content_index, audio_end_ms=end, event=_echo(event)
     )
     s.emit(truncated, now)
 

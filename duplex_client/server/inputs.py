@@ -67,7 +67,7 @@ def parse_append(
         )
     if kind is UnitKind.VISION and not caps.allows(UnitKind.VISION):
         raise Reject(illegal_code, "frame-only appends need audio on this server", "audio")
-    return ParsedAppend(pcm=pcm, frames=frames, is_speech=event.is_speech, frame_bytes=sizes)
+    return ParsedAppend(pcm=pcm, frames=frames, is_speech=event.declared_speech, frame_bytes=sizes)
 
 
 def _decode_g711(data: bytes, settings: SessionSettings) -> bytes:

@@ -37,6 +37,7 @@ class AppendOverlap:
         self._s = s
         self._parsed = parsed
         self._duration_ms = duration_ms
+        self._silence_rms = event.silence_rms
         self._hints = OverlapInput(
             duration_ms=duration_ms,
             client_action=event.overlap_action,
@@ -69,7 +70,9 @@ class AppendOverlap:
         tuning = OverlapTuning(
             short_ack_ms=settings.overlap_short_ack_ms,
             barge_in_ms=settings.overlap_barge_in_ms,
-            silence_rms=settings.overlap_silence_rms,
+            silence_rms=(
+                settings.overlap_silence_rms if self._silence_rms is None else self._silence_rms
+            ),
         )
         declared = True if vad_started else parsed.is_speech
         inp = replace(

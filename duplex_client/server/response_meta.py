@@ -8,6 +8,7 @@ from duplex_client.protocol.objects import (
     AudioDeltaInfo,
     AudioTextMark,
     CreatedInfo,
+    CreatedMeta,
     DoneInfo,
     ListenInfo,
     PlaybackTotals,
@@ -38,7 +39,7 @@ def created(state: ResponseState, session_id: str, epoch: int) -> dict[str, Any]
         turn_id=turns[-1] if turns else None,
         trigger=state.metadata.get("trigger"),
     )
-    return {**state.metadata, "audio_duration_ms": 0, "duplex_event": event.to_dict()}
+    return CreatedMeta(duplex_event=event).body(dict(state.metadata))
 
 
 def speak(meta: dict[str, Any], session_id: str, epoch: int) -> dict[str, Any]:
@@ -46,17 +47,23 @@ def speak(meta: dict[str, Any], session_id: str, epoch: int) -> dict[str, Any]:
     return SpeakInfo(session_id=session_id, epoch=epoch).body(dict(meta))
 
 
-def listen(meta: dict[str, Any], session_id: str, epoch: int) -> dict[str, Any]:
+def listen(meta: dict[str, Any], session_id: str, epoch: int, reason: str) -> dict[str, Any]:
     """`response.listen.response.metadata`: the listen record and the deciding unit."""
-    return ListenInfo(session_id=session_id, epoch=epoch).body(dict(meta))
+    return ListenInfo(session_id=session_id, epoch=epoch, reason=reason).body(dict(meta))
 
 
 def delta(state: ResponseState, session_id: str, *, end_of_turn: bool) -> dict[str, Any]:
     """An audio delta's `metadata`, once `state` counts the delta's audio and transcript."""
-    meta = {**state.metadata, "audio_duration_ms": state.audio_ms, "end_of_turn": end_of_turn}
     mark = AudioTextMark(text_chars=len(state.transcript), audio_end_ms=state.audio_ms)
-    info = AudioDeltaInfo(session_id=session_id, audio_text_marks=[mark], playback=cursor(state))
-    return info.body(meta)
+    info = AudioDeltaInfo(
+        session_id=session_id,
+        epoch=state.metadata.get("epoch"),
+        end_of_turn=end_of_turn,
+        audio_duration_ms=state.audio_ms,
+        audio_text_marks=[mark],
+        playback=cursor(state),
+    )
+    return info.body(dict(state.metadata))
 
 
 def done(state: ResponseState, session_id: str) -> dict[str, Any]:
@@ -67,5 +74,6 @@ def done(state: ResponseState, session_id: str) -> dict[str, Any]:
         epoch=state.metadata["epoch"],
         committed=state.committed_ms > 0,
         playback=cursor(state),
+        audio_duration_ms=state.audio_ms,
     )
-    return info.body({**state.metadata, "audio_duration_ms": state.audio_ms})
+    return info.body(dict(state.metadata))

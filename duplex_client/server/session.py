@@ -74,7 +74,7 @@ class DuplexSession:
         self._caps: Capabilities = profile.capabilities(limits, resumable=resumable)
         self._resumable = resumable
         journal = Journal(limits.journal_bytes, limits.journal_retention_s) if resumable else None
-        self._emitter = Emitter(beta_names=beta_names, journal=journal)
+        self._emitter = Emitter(beta_names=beta_names, journal=journal, session_id=session_id)
         self._epoch = 0
         #: State, activity clock, resume credentials (the registry reads them here).
         self.life = Lifecycle(resumable=resumable, now=now)
@@ -315,7 +315,7 @@ class DuplexSession:
         self.emit(resumed, now)
         if replay is None:
             self._emitter.journal = None
-            self.emit(SessionResyncRequired(reason="journal_gap"), now)
+            self.emit(SessionResyncRequired(session_id=self._session_id, reason="journal_gap"), now)
         else:
             for data in replay:
                 self._emitter.raw(Send("replay", data))

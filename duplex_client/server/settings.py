@@ -49,6 +49,7 @@ _HANDLED: Final = frozenset(
         "input_audio_format",
         "output_audio_format",
         "sample_rate_hz",
+        "sample_rate",
         "audio",
         "turn_detection",
         "overlap_policy",

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.protocol.requests import TurnDetection
+
 if TYPE_CHECKING:
     from duplex_client.server.engine.vad import SpeechEvent, VadParams, VoiceActivityDetector
     from duplex_client.server.settings import SessionSettings
@@ -21,14 +23,17 @@ if TYPE_CHECKING:
 def _params(settings: SessionSettings) -> VadParams:
     from duplex_client.server.engine.vad import VadParams
 
-    td = settings.turn_detection or {}
     base = VadParams()
-    threshold = td.get("threshold", base.threshold)
-    silence = td.get("silence_duration_ms", base.silence_ms)
+    td = settings.turn_detection
+    if not td:
+        return base
+    knobs = TurnDetection.from_raw(td)  # validated when the session took it
     return VadParams(
-        threshold=float(threshold) if isinstance(threshold, int | float) else base.threshold,
+        threshold=base.threshold if knobs.threshold is None else knobs.threshold,
         min_speech_ms=base.min_speech_ms,
-        silence_ms=int(silence) if isinstance(silence, int | float) and silence > 0 else 500,
+        silence_ms=base.silence_ms
+        if knobs.silence_duration_ms is None
+        else int(knobs.silence_duration_ms),
     )
 
 

@@ -80,14 +80,10 @@ class Profile:
             input_modes=("append_audio_chunk",),
             signal_sources=self.turn_signal_sources(),
             target_barge_in_latency_ms=self.chunk_period_ms,
+            supports_input_append=True,
+            supports_multi_session=limits.max_sessions > 1,
+            response_lifecycle=self.response_lifecycle,
             raw={
-                "supports_input_append": True,
-                "supports_multi_session": limits.max_sessions > 1,
-                **(
-                    {"response_lifecycle": self.response_lifecycle}
-                    if self.response_lifecycle is not None
-                    else {}
-                ),
                 "supports_tools": self.supports_tools,
                 **self.extra_capabilities,
             },

@@ -214,7 +214,7 @@ async def test_manual_commit_drains_frames_then_residual_speech(server) -> None:
     events = await wire.until("input_audio_buffer.committed")
     item = next(e for e in events if e["type"] == "conversation.item.added")["item"]
     assert item["metadata"]["unit_indices"] == [0, 1, 2]
-    assert item["content"][0]["speech"] is True
+    assert item["content"][0]["is_speech"] is True
     assert events[-1]["audio_end_ms"] == 400
     await wire.send(
         {"type": "response.create", "event_id": "evt_r", "response": {"metadata": {"tag": "x"}}}

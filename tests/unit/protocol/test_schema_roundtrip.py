@@ -63,6 +63,8 @@ _VALID: dict[tuple[type, str], st.SearchStrategy[Any]] = {
     (rq.SessionRequest, "output_audio_format"): st.sampled_from(
         ["pcm16", {"type": "audio/pcm", "rate": 24000}]
     ),
+    (rq.AudioOutputRequest, "format"): st.sampled_from(["pcm16", {"type": "audio/pcm"}]),
+    (rq.ResponseOptions, "output_audio_format"): st.sampled_from(["pcm", "pcm16", "s16le"]),
     (rq.SessionRequest, "max_response_output_tokens"): st.integers(1, 4096) | st.just("inf"),
     (rq.ResponseOptions, "max_output_tokens"): st.integers(1, 4096) | st.just("inf"),
     (rq.SessionRequest, "max_output_tokens"): st.integers(1, 4096) | st.just("inf"),
