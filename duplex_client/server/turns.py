@@ -91,6 +91,26 @@ def commit(s: SessionPort, event: InputAudioBufferCommit, now: float) -> None:
 def create_response(s: SessionPort, event: ResponseCreate, now: float) -> None:
     """`response.create` (its options decoded by the schema), answered in pipeline order."""
     options = ResponseOptions.from_raw(event.response)
+    if s.profile.implementation_level == NATIVE_LANE:
+        _refuse_generation_overrides(options)
     work = Work(0.0, "response_create", event_id=event_ref(event), options=options)
     work.set_decision(s.decisions.response_create(s.retained.views()))
     s.pipeline.enqueue(work, work.delay_ms, now)
+
+
+#: The lane where the model itself runs the conversation (MiniCPM-o, AURA, PersonaPlex, Nemotron).
+NATIVE_LANE = "model_native_duplex"
+#: Per-response generation overrides a model-native session cannot apply (as vLLM-Omni; the
+#: voice, token-cap spellings other than `max_output_tokens` and tools the schema refuses).
+_GENERATION_OVERRIDES = ("instructions", "temperature", "max_output_tokens")
+
+
+def _refuse_generation_overrides(options: ResponseOptions) -> None:
+    """Refuse a generation override on a model-native response (as vLLM-Omni does)."""
+    for name in _GENERATION_OVERRIDES:
+        if getattr(options, name) is not None:
+            raise Reject(
+                ErrorCode.UNSUPPORTED_NATIVE_RESPONSE_OPTIONS,
+                f"a model-native duplex response takes no {name} override",
+                f"response.{name}",
+            )
