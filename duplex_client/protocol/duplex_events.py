@@ -7,20 +7,11 @@ only: a client reads the flat shape through `ErrorEvent`, which accepts both sha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Final
+from typing import Annotated, ClassVar
 
+from duplex_client.protocol.objects import TURN_STATES
 from duplex_client.protocol.schema import OMIT
 from duplex_client.protocol.server_events import ServerEvent
-
-#: The turn states `turn.event` reports (upstream's vocabulary).
-TURN_STATES: Final = (
-    "idle",
-    "user_speaking",
-    "user_committed",
-    "assistant_generating",
-    "assistant_playing",
-    "barge_in",
-)
 
 
 @dataclass(kw_only=True, slots=True)

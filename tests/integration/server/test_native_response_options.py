@@ -10,23 +10,10 @@ import pytest
 from duplex_client.protocol import ErrorCode
 from duplex_client.server import Script
 from tests.integration.server.conftest import MakeServer
-from tests.integration.server.wire import Wire, append, tone
+from tests.integration.server.wire import answered_turn_request
 
 SPEAK = Script.from_dict({"chunk_ms": 200, "defaults": {"commit": {"do": "speak", "text": "a b"}}})
 OVERRIDES = [{"instructions": "be brief"}, {"temperature": 0.2}, {"max_output_tokens": 8}]
-
-
-async def _request(server_url: str, response: dict[str, Any]) -> Wire:
-    """Open a manual session, commit one turn, then `response.create {response}`."""
-    wire = await Wire.connect(server_url)
-    await wire.open(extra_body={"auto_response": False})
-    await wire.send(append(tone(400), event_id="evt_a"))
-    await wire.send(
-        {"type": "input_audio_buffer.commit", "event_id": "evt_c", "response_create": False}
-    )
-    await wire.until("input_audio_buffer.committed")
-    await wire.send({"type": "response.create", "event_id": "evt_r", "response": response})
-    return wire
 
 
 @pytest.mark.parametrize("profile", ["minicpmo", "nemotron"])
@@ -35,7 +22,7 @@ async def test_a_model_native_response_takes_no_generation_override(
     make_server: MakeServer, profile: str, response: dict[str, Any]
 ) -> None:
     server = await make_server(script=SPEAK, profile=profile)
-    wire = await _request(server.url, response)
+    wire = await answered_turn_request(server.url, response)
     err = (await wire.error(ErrorCode.UNSUPPORTED_NATIVE_RESPONSE_OPTIONS))["error"]
     (name,) = response
     assert err["event_id"] == "evt_r" and err["param"] == f"response.{name}"
@@ -51,7 +38,7 @@ async def test_the_chat_lane_takes_the_overrides(
     make_server: MakeServer, response: dict[str, Any]
 ) -> None:
     server = await make_server(script=SPEAK, profile="joyai")
-    wire = await _request(server.url, response)
+    wire = await answered_turn_request(server.url, response)
     events = await wire.until("response.done")
     assert not [e for e in events if e["type"] == "error"]
     assert events[-1]["response"]["status"] == "completed"

@@ -15,7 +15,7 @@ import pytest
 from duplex_client.protocol import ErrorCode
 from duplex_client.server import Limits, Script
 from tests.integration.server.conftest import MakeServer
-from tests.integration.server.wire import Wire, append, silence, tone
+from tests.integration.server.wire import Wire, answered_turn_request, append, silence, tone
 
 SPEAK = Script.from_dict({"chunk_ms": 200, "defaults": {"commit": {"do": "speak", "text": "a b"}}})
 
@@ -300,14 +300,7 @@ async def test_a_responses_output_format(
     make_server: MakeServer, response: dict[str, Any], code: str | None
 ) -> None:
     server = await make_server(script=SPEAK)
-    wire = await Wire.connect(server.url)
-    await wire.open(extra_body={"auto_response": False})
-    await wire.send(append(tone(400), event_id="evt_a"))
-    await wire.send(
-        {"type": "input_audio_buffer.commit", "event_id": "evt_c", "response_create": False}
-    )
-    await wire.until("input_audio_buffer.committed")
-    await wire.send({"type": "response.create", "event_id": "evt_r", "response": response})
+    wire = await answered_turn_request(server.url, response)
     if code is None:
         events = await wire.until("response.done")
         assert events[-1]["response"]["status"] == "completed"

@@ -176,3 +176,16 @@ def is_flat_error(err: dict[str, Any], code: str) -> bool:
 def seqs(events: list[dict[str, Any]]) -> list[int]:
     """The `server_event_seq` values present, in order."""
     return [e["server_event_seq"] for e in events if "server_event_seq" in e]
+
+
+async def answered_turn_request(url: str, response: dict[str, Any]) -> Wire:
+    """A manual session with one committed turn, then `response.create {response}` (evt_r)."""
+    wire = await Wire.connect(url)
+    await wire.open(extra_body={"auto_response": False})
+    await wire.send(append(tone(400), event_id="evt_a"))
+    await wire.send(
+        {"type": "input_audio_buffer.commit", "event_id": "evt_c", "response_create": False}
+    )
+    await wire.until("input_audio_buffer.committed")
+    await wire.send({"type": "response.create", "event_id": "evt_r", "response": response})
+    return wire
