@@ -191,6 +191,7 @@ async def test_cli_nemotron_ends_the_stream_on_quit(tmp_path: Path, tone_wav: Pa
         "--duration-s", "1.2", "--output-dir", str(run), "--json",
     )  # fmt: skip
     assert code == 0, err
+    assert json.loads(out)["ok"] is True
     types = [e["type"] for e in events(run)]
     assert types.count("stream_drained") == 1
     assert types.index("stream_drained") < types.index("session.closed")
@@ -213,6 +214,6 @@ async def test_cli_auto_picks_personaplex_from_capabilities_and_refuses_ptt(
             "--url", server.url, "--turn", "ptt", "--no-mic", "--no-camera", "-q",
             "--output-dir", str(tmp_path / "run"),
         )  # fmt: skip
-    assert code == 2, err
+    assert code == 2 and out == "", err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "the personaplex preset takes no commits" in lines[0], err
