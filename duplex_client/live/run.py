@@ -179,7 +179,9 @@ async def run_live(
     """Validate, check devices, prepare the bundle, then run the live session.
 
     Never raises for a failed session (the result says what happened); bad options raise
-    `LiveUsageError`, missing devices `DeviceError`, before anything is sent.
+    `LiveUsageError`, missing devices `DeviceError`, before anything is sent (also options
+    only the opened session refuses, e.g. `--turn ptt` where it takes no commits: the
+    bundle's result.json then says so, with exit code 2).
     """
     options.validate()
     progress = progress or LiveProgress()
@@ -328,6 +330,7 @@ class _LiveRun:
         """Run the session and always write `result.json`."""
         started = time.monotonic()
         result = RunResult(ok=False, status="failed", exit_code=EXIT_FAILED)
+        refused: LiveUsageError | None = None
         result.started_at = self.bundle.started_at
         result.model, result.url = self.options.model, redact_url(self.client.url)
         result.bundle_dir = self.bundle.dir
@@ -346,7 +349,9 @@ class _LiveRun:
             result.status, result.error = reason, reason
             result.exit_code = STOP_EXIT_CODES.get(reason, EXIT_INTERRUPTED)
             raise
-        except (DeviceError, LiveUsageError) as exc:  # one the session cannot honour: usage
+        except LiveUsageError as exc:  # options the opened session cannot honour
+            result.error, result.exit_code, refused = str(exc), EXIT_USAGE, exc
+        except DeviceError as exc:
             result.error, result.exit_code = str(exc), EXIT_USAGE
         except DuplexClientError as exc:
             result.error = str(exc)
@@ -357,6 +362,8 @@ class _LiveRun:
             self._complete(result, started)
             await self._measure(result)
             self.bundle.finish(result.to_dict())
+        if refused is not None:  # nothing was sent: a usage error (one line, exit 2), bundle kept
+            raise refused
         return result
 
     def _player(self) -> Player | None:

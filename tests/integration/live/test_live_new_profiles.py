@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pytest
 
 from duplex_client.framing import check_timeline
-from duplex_client.live import LiveDevices, LiveOptions, run_live
+from duplex_client.live import LiveDevices, LiveOptions, LiveUsageError, run_live
 from duplex_client.media.resample import Resampler, as_float
 from duplex_client.results import RunResult
 from duplex_client.server import ReferenceServer, Script
@@ -144,12 +144,14 @@ async def test_commit_needing_turn_on_a_commit_free_session_is_a_usage_error(
 ) -> None:
     async with ReferenceServer(engine="scripted", profile="nemotron") as server:
         # preset none: nothing known before connecting; the session's capabilities refuse it
-        result, sd = await live(server.url, tmp_path, tone_wav, preset="none", turn="ptt")
-    assert result.exit_code == 2 and not result.ok
-    assert result.error is not None and "--turn ptt" in result.error
-    assert "continuous stream takes no commits" in result.error
-    assert not sd.inputs  # the microphone was never opened
-    timeline = json.loads((tmp_path / "run" / "input_timeline.json").read_text())
+        with pytest.raises(LiveUsageError) as refused:
+            await live(server.url, tmp_path, tone_wav, preset="none", turn="ptt")
+    message = str(refused.value)
+    assert "--turn ptt" in message and "continuous stream takes no commits" in message
+    run = tmp_path / "run"
+    result = json.loads((run / "result.json").read_text())  # the bundle is still finished
+    assert result["exit_code"] == 2 and result["error"] == message
+    timeline = json.loads((run / "input_timeline.json").read_text())
     assert timeline["appends"] == [] and timeline["commits"] == []
 
 
@@ -217,3 +219,15 @@ async def test_cli_auto_picks_personaplex_from_capabilities_and_refuses_ptt(
     assert code == 2 and out == "", err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "the personaplex preset takes no commits" in lines[0], err
+
+
+async def test_cli_turn_refused_by_the_opened_session_is_one_line_exit_2(tmp_path: Path) -> None:
+    async with ReferenceServer(engine="scripted", profile="nemotron") as server:
+        code, out, err = await cli(
+            "--url", server.url, "--preset", "none", "--turn", "ptt", "--no-mic", "--no-camera",
+            "--no-playback", "--output-dir", str(tmp_path / "run"),
+        )  # fmt: skip
+    assert code == 2 and out == "", err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "this continuous stream takes no commits" in lines[0], err
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["exit_code"] == 2
