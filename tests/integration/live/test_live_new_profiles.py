@@ -231,3 +231,25 @@ async def test_cli_turn_refused_by_the_opened_session_is_one_line_exit_2(tmp_pat
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "this continuous stream takes no commits" in lines[0], err
     assert json.loads((tmp_path / "run" / "result.json").read_text())["exit_code"] == 2
+
+
+async def test_live_session_over_an_sdk_client_follows_its_format_and_drains() -> None:
+    """The Python API: `LiveSession` over a client opened with a preset, no `run_live`."""
+    from duplex_client import presets
+    from tests.integration.live.helpers import Harness
+
+    async with ReferenceServer(engine="scripted", profile="personaplex") as server:
+        h = Harness(server.url, config=presets.personaplex(), turn="model", mic_rate=24000)
+        async with h:
+            await h.feed(400)
+            assert h.session.fmt == h.client.input_pcm_format
+            assert (h.session.fmt.encoding, h.session.fmt.sample_rate_hz) == ("pcm_f32le", 24000)
+            assert len(h.session.append_ids) == 5  # 400 ms in 80 ms units
+        assert h.session.timeline.input_format == F32_24K
+        assert h.session.commit_ids == [] and h.session.drained is None
+    async with ReferenceServer(engine="scripted", profile="nemotron") as server:
+        h = Harness(server.url, config=presets.nemotron(), turn="model")
+        async with h:
+            await h.feed(240)
+        assert h.session.drained is not None  # quit ended the stream: session.end answered
+        assert h.session.drained.raw["units"] == len(h.session.append_ids) == 3
