@@ -121,8 +121,9 @@ async def test_nemotron_quit_ends_the_stream_with_session_end_then_drains(
     async with ReferenceServer(
         engine="scripted", profile="nemotron", script=Script.from_dict(SPEAK)
     ) as server:
+        # auto: the capabilities (continuous_stream) name nemotron
         result, sd = await live(
-            server.url, tmp_path, tone_wav, preset="nemotron", actions=("1200:quit",)
+            server.url, tmp_path, tone_wav, preset="auto", actions=("1200:quit",)
         )
     assert result.ok, result.error
     run = tmp_path / "run"
