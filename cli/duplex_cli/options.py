@@ -39,6 +39,8 @@ class LivePreset(StrEnum):
     minicpmo = "minicpmo"
     joyai = "joyai"
     aura = "aura"
+    personaplex = "personaplex"
+    nemotron = "nemotron"
     none = "none"
 
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, Segment, StreamPosition
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, FrameGroup
+from duplex_client.framing.sources import FrameGroup
 from duplex_client.framing.writer import UnitWriter
-
-_BPS = BYTES_PER_SAMPLE
 
 
 class FrameFeed(Protocol):
@@ -55,6 +53,7 @@ class LiveFramer:
         self._last_frame: FrameGroup | None = None
         self.captured_samples = 0
         self.uploaded_samples = 0
+        self._bps = self.config.sample_width  # bytes per sample of the session's format
 
     # --- state ---
 
@@ -66,12 +65,12 @@ class LiveFramer:
     @property
     def media_samples(self) -> int:
         """Media time of the capture head, in samples."""
-        return self._w.media + len(self._buf) // _BPS
+        return self._w.media + len(self._buf) // self._bps
 
     @property
     def buffered_samples(self) -> int:
         """Uploaded (or stand-in) samples captured but not yet released."""
-        return len(self._buf) // _BPS
+        return len(self._buf) // self._bps
 
     @property
     def unit_open(self) -> bool:
@@ -107,9 +106,9 @@ class LiveFramer:
         `upload` False means the block is not sent (muted, push-to-talk released): media
         time still advances and frame-only units keep their cadence.
         """
-        if len(pcm) % _BPS:
-            raise ValueError("a PCM block must hold whole 16-bit samples")
-        n = len(pcm) // _BPS
+        if len(pcm) % self._bps:
+            raise ValueError(f"a PCM block must hold whole {self._bps}-byte samples")
+        n = len(pcm) // self._bps
         self.captured_samples += n
         if upload and self.can_upload():
             self._vision_from = None  # the frame rides the next audio unit instead
@@ -132,8 +131,8 @@ class LiveFramer:
                 if self.config.vision_allowed:
                     # 0 when a server commit moved the unit's end before what is buffered:
                     # the buffer is released up to it first
-                    room = max(0, min(left, self._w.unit_left() - len(self._buf) // _BPS))
-                out += self._buffer(bytes(room * _BPS), False, fallback=True)
+                    room = max(0, min(left, self._w.unit_left() - len(self._buf) // self._bps))
+                out += self._buffer(bytes(room * self._bps), False, fallback=True)
                 left -= room
                 continue
             start = self._w.media if self._vision_from is None else self._vision_from
@@ -193,7 +192,7 @@ class LiveFramer:
         self._fallback = fallback
         self._buf += pcm
         speech = False if fallback else is_speech
-        while self._buf and len(self._buf) >= (need := self._w.chunk_left() * _BPS):
+        while self._buf and len(self._buf) >= (need := self._w.chunk_left() * self._bps):
             piece = bytes(self._buf[:need])
             del self._buf[:need]
             out += self._w.fill(piece, self.segment, speech, self._pick, fallback=fallback)
@@ -202,7 +201,7 @@ class LiveFramer:
     def _drop_fallback(self) -> None:
         """Zero stand-ins not yet released are not sent once the camera is gone."""
         if self._fallback and self._buf:
-            self._w.media += len(self._buf) // _BPS
+            self._w.media += len(self._buf) // self._bps
             self._buf.clear()
             self._fallback = False
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
 from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
 
 #: What a file microphone does once the file is over.
@@ -22,6 +22,9 @@ class FileMicrophone:
     `start + (k + 1) * block_ms / speed` on `clock`, so lateness never accumulates. After
     the file, `after="silence"` keeps delivering silence (a quiet room) and `"end"` ends the
     source. `FileMicrophone.silence()` is the clock-only source used without a microphone.
+    Blocks are in `output` (16 kHz int16 unless `set_output` names the session's format): a
+    file is decoded straight to it by the media decoders (the package's one resampler);
+    `pcm` bytes are taken to be in it already.
     """
 
     def __init__(
@@ -51,6 +54,14 @@ class FileMicrophone:
         self._t0: float | None = None
         self._k = 0
         self._closed = False
+        #: What `read()` delivers (the session's input format).
+        self.output = DEFAULT_PCM
+
+    def set_output(self, fmt: PcmFormat) -> None:
+        """Deliver blocks in `fmt` (the session's input encoding and rate); before `start()`."""
+        if self._pcm is not None and self.path is not None:
+            raise RuntimeError("set_output() must come before start()")
+        self.output = fmt
 
     @classmethod
     def silence(cls, **options: Any) -> FileMicrophone:
@@ -65,7 +76,7 @@ class FileMicrophone:
     @property
     def block_samples(self) -> int:
         """Samples per block."""
-        return INPUT_SAMPLE_RATE_HZ * self.block_ms // 1000
+        return self.output.sample_rate_hz * self.block_ms // 1000
 
     async def start(self) -> None:
         """Decode the file (a `MediaError` names it if it cannot be read)."""
@@ -74,21 +85,21 @@ class FileMicrophone:
 
             assert self.path is not None
             source = open_audio(self.path)
+            source.set_output(self.output)
             self._pcm = b"".join(source.chunks())
             self._info = dict(source.info())
         elif self.path is None and self._pcm:
             self._info = {"kind": "pcm", "path": None}
-        self._info["duration_ms"] = (
-            len(self._pcm) * 1000 // (INPUT_SAMPLE_RATE_HZ * BYTES_PER_SAMPLE)
-        )
+        out = self.output
+        self._info["duration_ms"] = len(self._pcm) * 1000 // (out.sample_rate_hz * out.sample_width)
 
     async def read(self) -> AudioBlock | None:
         """The next block at its deadline (None once closed, or after the file with `end`)."""
         if self._closed:
             return None
         assert self._pcm is not None, "start() first"
-        n = self.block_samples
-        lo, hi = self._k * n * BYTES_PER_SAMPLE, (self._k + 1) * n * BYTES_PER_SAMPLE
+        n, width = self.block_samples, self.output.sample_width
+        lo, hi = self._k * n * width, (self._k + 1) * n * width
         if lo >= len(self._pcm) and self.after == "end":
             return None
         if self._t0 is None:
@@ -99,11 +110,11 @@ class FileMicrophone:
             if self._closed:
                 return None
         pcm = self._pcm[lo:hi]
-        pcm += bytes(n * BYTES_PER_SAMPLE - len(pcm))
+        pcm += bytes(n * width - len(pcm))  # zero bytes are silence in both encodings
         captured_at = self._t0 + self._k * self.block_ms / 1000 / self.speed
-        block = AudioBlock(pcm, self._k * n, captured_at)
+        block = AudioBlock(pcm, self._k * n, captured_at, fmt=self.output)
         self._k += 1
-        self.level_dbfs = level_dbfs(pcm)
+        self.level_dbfs = level_dbfs(pcm, self.output)
         return block
 
     async def close(self) -> None:

@@ -1,4 +1,4 @@
-"""The microphone: a sounddevice input stream, resampled to 16 kHz mono, on the audio clock."""
+"""The microphone: a sounddevice input stream in the session's format, on the audio clock."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
 from duplex_client.live.devices import (
     DeviceError,
     close_stream,
@@ -41,8 +41,10 @@ def to_mono(block: Any) -> npt.NDArray[np.float32]:
 class Microphone:
     """An input device through sounddevice (injectable as `sd`, e.g. a fake in tests).
 
-    The stream is opened at 16 kHz mono when the device takes it, else at the device's own
-    rate and resampled. Blocks are placed on the audio clock by counting samples, never by
+    Blocks are in `output` (16 kHz int16 unless `set_output` names the session's format,
+    e.g. 24 kHz float32). The stream is opened at that rate, mono, when the device takes it,
+    else at the device's own rate; either way it goes through the package's one resampler
+    (`media.resample.Resampler`). Blocks are placed on the audio clock by counting samples, never by
     wall-clock guesses; `captured_at` comes from PortAudio's ADC time when it reports one.
     """
 
@@ -63,7 +65,9 @@ class Microphone:
         self.block_ms = block_ms
         self.clock = clock
         self.device_name: str | None = None
-        self.rate = INPUT_SAMPLE_RATE_HZ
+        #: What `read()` delivers (the session's input format).
+        self.output = DEFAULT_PCM
+        self.rate = DEFAULT_PCM.sample_rate_hz
         self.channels = 1
         self.overflows = 0
         self.dropped_samples = 0
@@ -77,8 +81,14 @@ class Microphone:
         self._ready = asyncio.Event()
         self._samples = 0
         self._gap = 0.0
-        self._resampler: Resampler[np.int16] | None = None
+        self._resampler: Resampler[Any] | None = None
         self._closed = False
+
+    def set_output(self, fmt: PcmFormat) -> None:
+        """Deliver blocks in `fmt` (the session's input encoding and rate); before `start()`."""
+        if self._stream is not None:
+            raise RuntimeError("set_output() must come before start()")
+        self.output = fmt
 
     async def start(self) -> None:
         """Open and start the input stream (`DeviceError` if PortAudio or the device fails)."""
@@ -87,9 +97,16 @@ class Microphone:
         dev = resolve_audio_device(sd, self.device, "input")
         self.device_name = dev.name
         self.rate, self.channels = self._settings(sd, dev.index, dev.default_samplerate)
+        import numpy as np
+
         from duplex_client.media.resample import Resampler
 
-        self._resampler = Resampler(self.rate, INPUT_SAMPLE_RATE_HZ)
+        out = self.output.sample_rate_hz
+        self._resampler = (
+            Resampler(self.rate, out, dtype=np.float32)
+            if self.output.is_float
+            else Resampler(self.rate, out)
+        )
         blocksize = max(1, self.rate * self.block_ms // 1000)
         self._max_pending = max(4, round(self._queue_s * 1000 / self.block_ms))
         self._loop = asyncio.get_running_loop()
@@ -107,9 +124,9 @@ class Microphone:
             raise DeviceError(f"cannot open the microphone {dev.name!r}: {exc}") from None
 
     def _settings(self, sd: Any, index: int, default_rate: float) -> tuple[int, int]:
-        """16 kHz mono if the device takes it, else its default rate (mono, or stereo)."""
+        """The output rate, mono, if the device takes it, else its default rate (mono, stereo)."""
         check = getattr(sd, "check_input_settings", None)
-        candidates = [(INPUT_SAMPLE_RATE_HZ, 1)]
+        candidates = [(self.output.sample_rate_hz, 1)]
         if default_rate > 0:
             candidates += [(round(default_rate), 1), (round(default_rate), 2)]
         for rate, channels in candidates:
@@ -143,7 +160,7 @@ class Microphone:
     def _put(self, data: Any, captured_at: float, overflow: bool) -> None:
         if len(self._pending) >= self._max_pending:
             lost, _, _ = self._pending.popleft()
-            self._gap += len(lost) * INPUT_SAMPLE_RATE_HZ / self.rate
+            self._gap += len(lost) * self.output.sample_rate_hz / self.rate
         self._pending.append((data, captured_at, overflow))
         self._ready.set()
 
@@ -164,10 +181,11 @@ class Microphone:
             self.dropped_samples += gap
             self._samples += gap
         # On the event loop, as before: a 20 ms block costs well under 0.1 ms (bench_resample).
-        pcm = self._resampler.process(to_mono(data)).astype("<i2", copy=False).tobytes()
-        block = AudioBlock(pcm, self._samples, captured_at, overflow)
+        kind = "<f4" if self.output.is_float else "<i2"
+        pcm = self._resampler.process(to_mono(data)).astype(kind, copy=False).tobytes()
+        block = AudioBlock(pcm, self._samples, captured_at, overflow, self.output)
         self._samples += block.samples
-        self.level_dbfs = level_dbfs(pcm)
+        self.level_dbfs = level_dbfs(pcm, self.output)
         return block
 
     async def close(self) -> None:
@@ -182,6 +200,6 @@ class Microphone:
         return {
             "kind": "microphone",
             "path": None,
-            "duration_ms": self._samples * 1000 // INPUT_SAMPLE_RATE_HZ,
+            "duration_ms": self._samples * 1000 // self.output.sample_rate_hz,
             "sha256": None,
         }

@@ -9,13 +9,30 @@ from typing import Any
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
 from duplex_client.live.controls import PttMode, parse_schedule
 from duplex_client.live.session import TURN_MODES, TurnMode
-from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.live.usage import COMMIT_TURNS, LiveUsageError, no_commits_message
+from duplex_client.protocol.capabilities import Capabilities
 
-PRESETS = ("auto", "minicpmo", "joyai", "aura", "none")
+PRESETS = ("auto", "minicpmo", "joyai", "aura", "personaplex", "nemotron", "none")
+#: Presets whose sessions take no commits (model-owned turns, or one continuous stream).
+COMMIT_FREE = frozenset({"personaplex", "nemotron"})
+
+__all__ = ["COMMIT_FREE", "PRESETS", "LiveOptions", "LiveUsageError", "preset_from_capabilities"]
 
 
-class LiveUsageError(DuplexClientError):
-    """Bad live options (exit code 2)."""
+def preset_from_capabilities(caps: Capabilities) -> str | None:
+    """The preset a server's capabilities name unambiguously, or None (turn-based default).
+
+    `response_lifecycle: continuous_stream` is Nemotron-style; float32 input
+    (`input_audio_format: pcm_f32le`) with no client commits is PersonaPlex-style.
+    """
+    raw = caps.raw
+    continuous = raw.get("response_lifecycle") == "continuous_stream"
+    float_in = raw.get("input_audio_format") == "pcm_f32le" and not caps.supports_client_commit
+    if continuous and not float_in:
+        return "nemotron"
+    if float_in and not continuous:
+        return "personaplex"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +89,8 @@ class LiveOptions:
         for ok, message in checks:
             if not ok:
                 raise LiveUsageError(message)
+        if self.preset in COMMIT_FREE and self.turn in COMMIT_TURNS and self.config is None:
+            raise LiveUsageError(no_commits_message(self.turn, f"the {self.preset} preset"))
         try:
             parse_schedule(self.actions)
         except ValueError as exc:
@@ -110,7 +129,8 @@ class LiveOptions:
         elif name == "joyai":
             config = presets.joyai(manual=self.turn != "vad", **overrides)
         else:
-            config = presets.aura() if name == "aura" else SessionConfig()
+            plain = presets.PLAIN.get(name)
+            config = plain() if plain is not None else SessionConfig()
             if ref_audio is not None:
                 overrides["ref_audio"] = ref_audio
             config = config.with_overrides(**overrides)

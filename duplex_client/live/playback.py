@@ -237,6 +237,10 @@ class PlaybackSync:
         if played < self._acked.get(rid, 0):
             played = self._acked[rid]
         self._acked[rid] = played
+        # a server that says it cannot truncate (personaplex, nemotron) gets the position only
+        truncate = (
+            truncate and self.client.capabilities.raw.get("supports_audio_truncate") is not False
+        )
         with contextlib.suppress(DuplexSessionClosedError):
             await self.client.ack_playback(played, response_id=rid, truncate=truncate)
 

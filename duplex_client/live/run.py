@@ -34,12 +34,12 @@ from duplex_client.live.devices import (
 )
 from duplex_client.live.filemic import FileMicrophone
 from duplex_client.live.mic import Microphone
-from duplex_client.live.options import LiveOptions, LiveUsageError
+from duplex_client.live.options import LiveOptions, LiveUsageError, preset_from_capabilities
 from duplex_client.live.player import Player
 from duplex_client.live.progress import LiveProgress
 from duplex_client.live.session import LiveSession
 from duplex_client.live.sources import AudioCapture
-from duplex_client.presets import preset_model
+from duplex_client.presets import PROFILE_PRESETS, preset_model
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.results import (
     EXIT_FAILED,
@@ -82,8 +82,8 @@ def embedded_profile(options: LiveOptions) -> str:
     from duplex_client.server.config import ServerConfig
 
     name = options.preset_name()
-    if name == "aura":
-        return "aura"
+    if name in PROFILE_PRESETS and name != "joyai":
+        return name
     if name == "joyai":
         try:
             ServerConfig(profile="joyai")
@@ -179,7 +179,9 @@ async def run_live(
     """Validate, check devices, prepare the bundle, then run the live session.
 
     Never raises for a failed session (the result says what happened); bad options raise
-    `LiveUsageError`, missing devices `DeviceError`, before anything is sent.
+    `LiveUsageError`, missing devices `DeviceError`, before anything is sent (also options
+    only the opened session refuses, e.g. `--turn ptt` where it takes no commits: the
+    bundle's result.json then says so, with exit code 2).
     """
     options.validate()
     progress = progress or LiveProgress()
@@ -189,6 +191,7 @@ async def run_live(
 
         default = preset_model(options.preset_name())
         options = await with_model(url, options, default=default, note=progress.warn)
+        options = await auto_preset(url, options)
     elif options.model is None:
         options = dataclasses.replace(options, model=preset_model(options.preset_name()))
     profile = embedded_profile(options) if not url else options.preset_name()
@@ -213,6 +216,31 @@ async def run_live(
     async with target_url(url, options, profile) as target:
         run = _LiveRun(target, options, config, bundle, progress, controls, devices)
         return await run.run()
+
+
+async def auto_preset(url: str, options: LiveOptions) -> LiveOptions:
+    """`--preset auto` on a server whose capabilities name a preset: that preset, validated.
+
+    The capabilities come with `session.created`, after the session's format is set, so a
+    short probe session (opened and closed at once) reads them first; its failure is left
+    to the real session to report. Other presets, and a given `config`, are kept as they are.
+    """
+    if options.preset != "auto" or options.config is not None:
+        return options
+    probe = DuplexClient(url, model=options.model, api_key=options.api_key, reconnect=False)
+    try:
+        await probe.connect()
+        chosen = preset_from_capabilities(probe.capabilities)
+    except DuplexClientError:
+        return options
+    finally:
+        with contextlib.suppress(Exception):
+            await probe.close()
+    if chosen is None:
+        return options
+    options = dataclasses.replace(options, preset=chosen)
+    options.validate()  # a commit-needing turn mode on a commit-free server: exit 2
+    return options
 
 
 def _default_dir() -> Path:
@@ -302,6 +330,7 @@ class _LiveRun:
         """Run the session and always write `result.json`."""
         started = time.monotonic()
         result = RunResult(ok=False, status="failed", exit_code=EXIT_FAILED)
+        refused: LiveUsageError | None = None
         result.started_at = self.bundle.started_at
         result.model, result.url = self.options.model, redact_url(self.client.url)
         result.bundle_dir = self.bundle.dir
@@ -320,6 +349,8 @@ class _LiveRun:
             result.status, result.error = reason, reason
             result.exit_code = STOP_EXIT_CODES.get(reason, EXIT_INTERRUPTED)
             raise
+        except LiveUsageError as exc:  # options the opened session cannot honour
+            result.error, result.exit_code, refused = str(exc), EXIT_USAGE, exc
         except DeviceError as exc:
             result.error, result.exit_code = str(exc), EXIT_USAGE
         except DuplexClientError as exc:
@@ -331,6 +362,8 @@ class _LiveRun:
             self._complete(result, started)
             await self._measure(result)
             self.bundle.finish(result.to_dict())
+        if refused is not None:  # nothing was sent: a usage error (one line, exit 2), bundle kept
+            raise refused
         return result
 
     def _player(self) -> Player | None:

@@ -14,9 +14,9 @@ from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.streaming import append_planned
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.live import LiveFramer
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat, Retargetable
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
 from duplex_client.framing.redact import audio_source_facts, video_facts
-from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.live.camera import CameraFeed
 from duplex_client.live.controls import Action, LiveControls
@@ -25,11 +25,15 @@ from duplex_client.live.playback import PlaybackSync
 from duplex_client.live.player import Player
 from duplex_client.live.progress import LiveProgress
 from duplex_client.live.sources import AudioBlock, AudioCapture, FrameCapture
+from duplex_client.live.usage import COMMIT_TURNS, LiveUsageError, no_commits_message
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
+from duplex_client.protocol.errors import DuplexClientError
 
 TurnMode = Literal["model", "vad", "ptt"]
 TURN_MODES: tuple[TurnMode, ...] = ("model", "vad", "ptt")
+#: How long `end_stream()` may wait for `stream_drained` when a continuous stream is quit.
+DRAIN_TIMEOUT_S = 10.0
 _POLL_S = 0.25
 _TRANSCRIPT_LINES = 6
 
@@ -44,6 +48,12 @@ class LiveSession:
     completion). In `ptt` mode releasing the talk key commits the hold if it uploaded
     audio; in `vad` mode the server's commits re-anchor the grid. The session owns the
     capture devices and the player from `run()` until it returns.
+
+    Audio goes out in the session's input format (`client.input_pcm_format`, e.g. 24 kHz
+    float32 for PersonaPlex-style): the microphone is told it before it starts. A session
+    that takes no commits (`client.takes_commits` false) refuses `vad` and `ptt` turns with
+    `LiveUsageError`; a continuous stream is ended with `end_stream()` when the loop ends
+    (quit, time limit), and `drained` keeps the server's `stream_drained`.
     """
 
     def __init__(
@@ -103,13 +113,25 @@ class LiveSession:
         self._reference_at: float | None = None
         self._speech_ended = False
         self._response_ref: dict[str, float] = {}
+        self.fmt: PcmFormat = DEFAULT_PCM
+        self.drained: se.StreamDrained | None = None
 
     # --- run ---
 
     async def run(self) -> None:
         """Start the devices, run the loop, then stop them (final acks before the player)."""
         client = self.client
-        config = FramerConfig.from_capabilities(client.capabilities, chunk_ms=self.chunk_ms)
+        if self.turn in COMMIT_TURNS and not client.takes_commits:
+            what = "this continuous stream" if client.continuous_stream else "this session"
+            raise LiveUsageError(no_commits_message(self.turn, what))
+        self.fmt = fmt = client.input_pcm_format
+        if isinstance(self.mic, Retargetable):
+            self.mic.set_output(fmt)  # through the one resampler, straight to the session's
+        elif fmt != DEFAULT_PCM:
+            rate = fmt.sample_rate_hz
+            raise LiveUsageError(f"the audio source cannot deliver {fmt.encoding} at {rate} Hz")
+        caps = client.capabilities
+        config = FramerConfig.from_capabilities(caps, chunk_ms=self.chunk_ms, pcm=fmt)
         start = StreamPosition.after_audio(client.audio_end_ms, config.grid)
         self.framer = LiveFramer(config, start)
         self._follow_commits = ServerCommitFollower(self.framer, self.timeline, self.clock)
@@ -137,9 +159,22 @@ class LiveSession:
             self._describe(config)
             self.progress.phase = "live"
             await self._loop()
+            await self._end_stream()
         finally:
             self.progress.phase = "closing"
             await self._stop(ack_task)
+
+    async def _end_stream(self) -> None:
+        """A continuous stream's input ends with `session.end`; `stream_drained` is kept."""
+        if not self.client.continuous_stream or not self.client.is_open:
+            return
+        self.progress.phase = "draining"
+        try:
+            self.drained = await self.client.end_stream(timeout=DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            self.progress.warn(f"no stream_drained within {DRAIN_TIMEOUT_S:g} s of session.end")
+        except DuplexClientError as exc:
+            self.progress.warn(f"session.end: {exc}")
 
     def _start_camera(self) -> None:
         """Start the camera; an optional one that is missing only warns (audio only)."""
@@ -182,6 +217,7 @@ class LiveSession:
         tl.clock = self.clock
         tl.listen_to(self.client)
         tl.set_unit_grid(config.grid, self.client.capabilities)
+        tl.input_format = self.fmt.to_dict()
         tl.describe_stream(
             chunk_ms=config.chunk_ms,
             media_origin_ms=0,
@@ -209,14 +245,15 @@ class LiveSession:
     async def _loop(self) -> None:
         framer = self.framer
         assert framer is not None
+        rate = self.fmt.sample_rate_hz
         while (block := await self._next_block()) is not None:
             if not self.clock.started:
-                first = block.captured_at - block.start_sample / INPUT_SAMPLE_RATE_HZ
+                first = block.captured_at - block.start_sample / rate
                 self.clock.start((self.clock.now() - first) * 1000)
             gap = block.start_sample - framer.media_samples
             if gap > 0:  # blocks were lost: their time passes without audio
                 await self._send(framer.idle(gap))
-            self._run_schedule(block.start_sample * 1000 // INPUT_SAMPLE_RATE_HZ)
+            self._run_schedule(block.start_sample * 1000 // rate)
             if self.controls.take_interrupt():
                 await self._interrupt()
             await self._turn_switches(framer)
@@ -226,7 +263,7 @@ class LiveSession:
                 self._hold_samples += block.samples
             await self._send(framer.push(block.pcm, upload=upload))
             self._refresh(block)
-            media_s = framer.media_samples / INPUT_SAMPLE_RATE_HZ
+            media_s = framer.media_samples / rate
             if self.controls.quit_requested or (
                 self.duration_s is not None and media_s >= self.duration_s
             ):
@@ -294,7 +331,7 @@ class LiveSession:
 
     async def _commit(self, framer: LiveFramer) -> None:
         create = None if self.client.config.auto_response else True
-        due_ms = framer.media_samples * 1000 // INPUT_SAMPLE_RATE_HZ
+        due_ms = framer.media_samples * 1000 // self.fmt.sample_rate_hz
         guard = self.sync.commit_guard() if self.sync is not None else contextlib.nullcontext()
         async with guard:
             sent_at = self.clock.now()
@@ -362,7 +399,7 @@ class LiveSession:
 
     def _refresh(self, block: AudioBlock) -> None:
         p = self.progress
-        p.media_ms = block.end_sample * 1000 // INPUT_SAMPLE_RATE_HZ
+        p.media_ms = block.end_sample * 1000 // self.fmt.sample_rate_hz
         p.mic_level_dbfs = self.mic.level_dbfs if self.mic_present else -96.0
         p.muted = self.controls.muted
         p.camera_on = self.controls.camera_on and self.feed is not None

@@ -6,43 +6,45 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
 
 #: Level reported for digital silence.
 SILENCE_DBFS = -96.0
 
 
-def level_dbfs(pcm: bytes) -> float:
-    """RMS level of int16 PCM in dBFS (`SILENCE_DBFS` for silence or no samples)."""
+def level_dbfs(pcm: bytes, fmt: PcmFormat = DEFAULT_PCM) -> float:
+    """RMS level of PCM in `fmt` in dBFS (`SILENCE_DBFS` for silence or no samples)."""
     import numpy as np
 
-    samples = np.frombuffer(pcm, dtype="<i2")
+    samples = np.frombuffer(pcm, dtype="<f4" if fmt.is_float else "<i2")
     if samples.size == 0:
         return SILENCE_DBFS
-    rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2)))
-    if rms < 1.0:
+    full = 1.0 if fmt.is_float else 32768.0
+    rms = float(np.sqrt(np.mean(samples.astype(np.float64) ** 2))) / full
+    if rms < 1.0 / 32768.0:  # below one int16 step: silence
         return SILENCE_DBFS
-    return max(SILENCE_DBFS, 20.0 * math.log10(rms / 32768.0))
+    return max(SILENCE_DBFS, 20.0 * math.log10(rms))
 
 
 @dataclass(frozen=True, slots=True)
 class AudioBlock:
-    """Captured audio (16 kHz mono int16 LE) placed on the capture clock.
+    """Captured mono LE audio in `fmt` (16 kHz int16 unless told) placed on the capture clock.
 
-    `start_sample` counts 16 kHz samples from the first captured sample (media time 0), so
-    a gap (blocks lost to an overloaded consumer) shows as a jump. `captured_at` estimates,
-    on the monotonic clock, when the block's first sample was captured.
+    `start_sample` counts samples at `fmt`'s rate from the first captured sample (media time
+    0), so a gap (blocks lost to an overloaded consumer) shows as a jump. `captured_at`
+    estimates, on the monotonic clock, when the block's first sample was captured.
     """
 
     pcm: bytes = field(repr=False)
     start_sample: int
     captured_at: float
     overflow: bool = False
+    fmt: PcmFormat = DEFAULT_PCM
 
     @property
     def samples(self) -> int:
         """Samples in the block."""
-        return len(self.pcm) // BYTES_PER_SAMPLE
+        return len(self.pcm) // self.fmt.sample_width
 
     @property
     def end_sample(self) -> int:
@@ -52,11 +54,15 @@ class AudioBlock:
     @property
     def duration_s(self) -> float:
         """Length in seconds."""
-        return self.samples / INPUT_SAMPLE_RATE_HZ
+        return self.samples / self.fmt.sample_rate_hz
 
 
 class AudioCapture(Protocol):
-    """A live audio source: a microphone, a file played as one, or silence (no microphone)."""
+    """A live audio source: a microphone, a file played as one, or silence (no microphone).
+
+    Blocks are 16 kHz int16 unless the source is `Retargetable` (`framing.pcm_format`) and
+    was told the session's format before `start()`, as the package's sources are.
+    """
 
     @property
     def kind(self) -> str:

@@ -34,7 +34,8 @@ def test_help_has_positive_flags_choices_and_metavars(command: str) -> None:
                    "[minicpmo|joyai|aura|personaplex|nemotron|none]", "[off|basic|context]",
                    "SECONDS", "URL"],
         "live": ["--playback", "--no-playback", "--no-mic", "--no-camera", "[model|vad|ptt]",
-                 "[toggle|hold]", "[auto|minicpmo|joyai|aura|none]", "MS:ACTION"],
+                 "[toggle|hold]", "[auto|minicpmo|joyai|aura|personaplex|nemotron|none]",
+                 "MS:ACTION"],
         "serve": ["[reference|vllm-omni]", "[ga|beta]",
                   "[minicpmo|aura|joyai|personaplex|nemotron]", "[speech|scripted]", "-v", "-q"],
     }[command]  # fmt: skip

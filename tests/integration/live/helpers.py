@@ -63,8 +63,9 @@ class Harness:
         turn: TurnMode,
         mic_pcm: bytes = b"",
         echo_gate: bool = False,
+        mic_rate: int = 16000,
     ) -> None:
-        self.sd = FakeSoundDevice(pcm=mic_pcm, pace=None)
+        self.sd = FakeSoundDevice(pcm=mic_pcm, rate=mic_rate, pace=None)
         self.client = DuplexClient(url, model="m", config=config, ack_policy="manual")
         self.controls = LiveControls()
         self.player = Player(sd=self.sd, jitter_ms=0, hangover_ms=0)
@@ -100,10 +101,13 @@ class Harness:
         return self.sd.outputs[0]
 
     async def feed(self, ms: int) -> None:
-        """Capture `ms` of audio and wait until the session has framed it."""
+        """Capture `ms` of audio and wait until the session has framed it.
+
+        (The microphone should run at the session's rate: a resampler holds back its lag.)
+        """
         before = self.session.framer.media_samples if self.session.framer else 0
         self.mic.feed(ms)
-        want = before + 16 * ms
+        want = before + self.session.fmt.sample_rate_hz * ms // 1000
         await wait_for(
             lambda: self.session.framer is not None and self.session.framer.media_samples >= want,
             what=f"{ms} ms framed",
