@@ -10,29 +10,12 @@ from duplex_client.client.config import SessionConfig, ref_audio_data_url
 from duplex_client.live.controls import PttMode, parse_schedule
 from duplex_client.live.session import TURN_MODES, TurnMode
 from duplex_client.live.usage import COMMIT_TURNS, LiveUsageError, no_commits_message
-from duplex_client.protocol.capabilities import Capabilities
 
 PRESETS = ("auto", "minicpmo", "joyai", "aura", "personaplex", "nemotron", "none")
 #: Presets whose sessions take no commits (model-owned turns, or one continuous stream).
 COMMIT_FREE = frozenset({"personaplex", "nemotron"})
 
-__all__ = ["COMMIT_FREE", "PRESETS", "LiveOptions", "LiveUsageError", "preset_from_capabilities"]
-
-
-def preset_from_capabilities(caps: Capabilities) -> str | None:
-    """The preset a server's capabilities name unambiguously, or None (turn-based default).
-
-    `response_lifecycle: continuous_stream` is Nemotron-style; float32 input
-    (`input_audio_format: pcm_f32le`) with no client commits is PersonaPlex-style.
-    """
-    raw = caps.raw
-    continuous = raw.get("response_lifecycle") == "continuous_stream"
-    float_in = raw.get("input_audio_format") == "pcm_f32le" and not caps.supports_client_commit
-    if continuous and not float_in:
-        return "nemotron"
-    if float_in and not continuous:
-        return "personaplex"
-    return None
+__all__ = ["COMMIT_FREE", "PRESETS", "LiveOptions", "LiveUsageError"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from duplex_client.live.devices import (
 )
 from duplex_client.live.filemic import FileMicrophone
 from duplex_client.live.mic import Microphone
-from duplex_client.live.options import LiveOptions, LiveUsageError, preset_from_capabilities
+from duplex_client.live.options import LiveOptions, LiveUsageError
 from duplex_client.live.player import Player
 from duplex_client.live.progress import LiveProgress
 from duplex_client.live.session import LiveSession
@@ -191,7 +191,6 @@ async def run_live(
 
         default = preset_model(options.preset_name())
         options = await with_model(url, options, default=default, note=progress.warn)
-        options = await auto_preset(url, options)
     elif options.model is None:
         options = dataclasses.replace(options, model=preset_model(options.preset_name()))
     profile = embedded_profile(options) if not url else options.preset_name()
@@ -216,31 +215,6 @@ async def run_live(
     async with target_url(url, options, profile) as target:
         run = _LiveRun(target, options, config, bundle, progress, controls, devices)
         return await run.run()
-
-
-async def auto_preset(url: str, options: LiveOptions) -> LiveOptions:
-    """`--preset auto` on a server whose capabilities name a preset: that preset, validated.
-
-    The capabilities come with `session.created`, after the session's format is set, so a
-    short probe session (opened and closed at once) reads them first; its failure is left
-    to the real session to report. Other presets, and a given `config`, are kept as they are.
-    """
-    if options.preset != "auto" or options.config is not None:
-        return options
-    probe = DuplexClient(url, model=options.model, api_key=options.api_key, reconnect=False)
-    try:
-        await probe.connect()
-        chosen = preset_from_capabilities(probe.capabilities)
-    except DuplexClientError:
-        return options
-    finally:
-        with contextlib.suppress(Exception):
-            await probe.close()
-    if chosen is None:
-        return options
-    options = dataclasses.replace(options, preset=chosen)
-    options.validate()  # a commit-needing turn mode on a commit-free server: exit 2
-    return options
 
 
 def _default_dir() -> Path:

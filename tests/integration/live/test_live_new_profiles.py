@@ -96,8 +96,9 @@ async def test_personaplex_microphone_goes_out_as_24k_float_with_no_commits(
     async with ReferenceServer(
         engine="scripted", profile="personaplex", script=Script.from_dict(SPEAK)
     ) as server:
-        # auto: the capabilities (float32 input, no client commits) name personaplex
-        result, sd = await live(server.url, tmp_path, tone_wav, preset="auto", duration_s=1.6)
+        result, sd = await live(
+            server.url, tmp_path, tone_wav, preset="personaplex", duration_s=1.6
+        )
     assert result.ok, result.error
     run = tmp_path / "run"
     timeline = json.loads((run / "input_timeline.json").read_text())
@@ -121,7 +122,7 @@ async def test_nemotron_quit_ends_the_stream_with_session_end_then_drains(
     async with ReferenceServer(
         engine="scripted", profile="nemotron", script=Script.from_dict(SPEAK)
     ) as server:
-        # auto: the capabilities (continuous_stream) name nemotron
+        # auto (the turn-based default): the opened session's capabilities end the stream
         result, sd = await live(
             server.url, tmp_path, tone_wav, preset="auto", actions=("1200:quit",)
         )
@@ -209,7 +210,7 @@ async def test_cli_commit_needing_turn_is_one_line_exit_2(tmp_path: Path, turn: 
     assert "the personaplex preset takes no commits" in lines[0]
 
 
-async def test_cli_auto_picks_personaplex_from_capabilities_and_refuses_ptt(
+async def test_cli_auto_on_a_commit_free_server_refuses_ptt_as_the_session_opens(
     tmp_path: Path,
 ) -> None:
     async with ReferenceServer(engine="scripted", profile="personaplex") as server:
@@ -219,7 +220,8 @@ async def test_cli_auto_picks_personaplex_from_capabilities_and_refuses_ptt(
         )  # fmt: skip
     assert code == 2 and out == "", err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "the personaplex preset takes no commits" in lines[0], err
+    assert len(lines) == 1 and "this session takes no commits" in lines[0], err
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["exit_code"] == 2
 
 
 async def test_cli_turn_refused_by_the_opened_session_is_one_line_exit_2(tmp_path: Path) -> None:

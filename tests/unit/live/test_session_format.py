@@ -15,10 +15,9 @@ from duplex_client.framing.plan import FramerConfig
 from duplex_client.framing.units import UnitGrid
 from duplex_client.live.filemic import FileMicrophone
 from duplex_client.live.mic import Microphone
-from duplex_client.live.options import LiveOptions, LiveUsageError, preset_from_capabilities
+from duplex_client.live.options import LiveOptions, LiveUsageError
 from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
 from duplex_client.media.resample import Resampler, as_float
-from duplex_client.protocol.capabilities import Capabilities
 from tests.support.media_files import tone, write_audio_file
 from tests.unit.framing.fakes import FakeClock
 from tests.unit.live.fakes import FakeSoundDevice
@@ -103,25 +102,6 @@ def test_live_framer_cuts_float32_on_the_80ms_grid() -> None:
     assert [a.unit_index for a in out] == [0, 1]
     with pytest.raises(ValueError, match="whole 4-byte samples"):
         framer.push(bytes(6), upload=True)
-
-
-def caps(**fields: object) -> Capabilities:
-    return Capabilities.from_dict({"chunk_period_ms": 80, "first_unit_ms": 80, **fields})
-
-
-def test_auto_names_a_preset_only_from_unambiguous_capabilities() -> None:
-    assert preset_from_capabilities(caps(response_lifecycle="continuous_stream")) == "nemotron"
-    personaplex = caps(input_audio_format="pcm_f32le", supports_client_commit=False)
-    assert preset_from_capabilities(personaplex) == "personaplex"
-    # float input that takes commits, both signs at once, or none: no choice
-    assert preset_from_capabilities(caps(input_audio_format="pcm_f32le")) is None
-    both = caps(
-        response_lifecycle="continuous_stream",
-        input_audio_format="pcm_f32le",
-        supports_client_commit=False,
-    )
-    assert preset_from_capabilities(both) is None
-    assert preset_from_capabilities(caps()) is None
 
 
 @pytest.mark.parametrize("preset", ["personaplex", "nemotron"])
