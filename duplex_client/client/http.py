@@ -9,6 +9,7 @@ redirect leaves the origin), and send the API key as a bearer token.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import functools
 import logging
@@ -301,20 +302,27 @@ async def resolve_model_async(
 
 
 def _blocking(fn: Callable[P, Coroutine[Any, Any, T]], name: str) -> Callable[P, T]:
-    """`fn` run to its end in a fresh event loop, as `name`, for code outside an event loop."""
+    """`fn` run to its end in a fresh event loop, as `name` (a blocking call)."""
 
     @functools.wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        return asyncio.run(fn(*args, **kwargs))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(fn(*args, **kwargs))
+        # called from a running loop (a notebook cell): block it, as a blocking call does,
+        # with the request on a loop of its own in a worker thread
+        with concurrent.futures.ThreadPoolExecutor(1) as worker:
+            return worker.submit(lambda: asyncio.run(fn(*args, **kwargs))).result()
 
     run.__name__ = run.__qualname__ = name
-    run.__doc__ = f"Blocking `{fn.__name__}`, for code outside an event loop."
+    run.__doc__ = f"Blocking `{fn.__name__}` (also callable from a notebook's running loop)."
     return run
 
 
-#: `fetch_models` for code outside an event loop.
+#: Blocking `fetch_models`.
 list_models = _blocking(fetch_models, "list_models")
-#: `resolve_model_async` for code outside an event loop.
+#: Blocking `resolve_model_async`.
 resolve_model = _blocking(resolve_model_async, "resolve_model")
 
 

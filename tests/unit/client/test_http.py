@@ -63,6 +63,14 @@ def test_one_listed_model_is_used_and_the_note_says_so() -> None:
 
 
 @respx.mock
+async def test_the_blocking_helpers_answer_inside_a_running_loop() -> None:
+    """A notebook cell runs in an event loop: the blocking calls still give their answer."""
+    respx.get(MODELS).mock(return_value=httpx.Response(200, json=_listing("org/only")))
+    assert resolve_model(WS_URL, None).model == "org/only"
+    assert list_models(WS_URL) == ("org/only",)
+
+
+@respx.mock
 def test_several_listed_models_are_an_error_listing_them() -> None:
     respx.get(MODELS).mock(return_value=httpx.Response(200, json=_listing("a/one", "b/two")))
     with pytest.raises(AmbiguousModelError) as caught:
