@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from duplex_client.server import ReferenceServer
 from duplex_client.server.engine.script import Script
+from tests.e2e.eval_support import eval_cli
 from tests.e2e.helpers import events, load, run_cli
 from tests.support.media_files import write_audio_file
 
@@ -101,3 +103,28 @@ async def test_bad_tools_input_is_one_line_exit_2(
     assert len(lines) == 1 and says in lines[0], done.stderr
     flag = "--tool-result" if extra else "--tools"
     assert flag in lines[0]
+
+
+async def test_eval_declares_the_tools_for_every_item_and_answers_their_calls(
+    tools_json: Path, tmp_path: Path
+) -> None:
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("a.wav", "b.wav"):
+        write_audio_file(clips / name, seconds=1.0, rate=16000, hz=440.0)
+    out = tmp_path / "eval"
+    async with ReferenceServer(engine="scripted", tools=True, script=CALL) as server:
+        done = await asyncio.to_thread(
+            eval_cli,
+            str(clips), "--url", server.url, "--output-dir", str(out), "-q",
+            "--tools", str(tools_json), "--tool-result", 'get_time={"time": "12:00"}',
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == ["a.wav", "b.wav"] and all(r["ok"] for r in rows)
+    for row in rows:
+        result = load(out / row["bundle"], "result.json")
+        (call,) = result["function_calls"]
+        assert call["name"] == "get_time" and call["output"] == '{"time": "12:00"}'
+        assert [t["kind"] for t in result["turns"]] == ["function_call", "response"]
+        assert row["transcript"] == 'The get_time function returned {"time": "12:00"}.'
