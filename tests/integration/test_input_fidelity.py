@@ -9,7 +9,6 @@ what the file was and what was done to it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from duplex_client.framing import check_timeline
 from duplex_client.media import open_audio
 from duplex_client.run import stream_clip
 from duplex_client.server import ReferenceServer
-from duplex_client.server.assembler import UnitAssembler
 from tests.support.media_files import best_correlation, two_tone_mono, write_two_tone_wav
 
 SECONDS = 1.5
@@ -45,20 +43,6 @@ KINDS = {
         "FLOAT", 48000, 2, "float32", [_converted("float32"), DOWNMIXED, RESAMPLED_48K],
     ),
 }  # fmt: skip
-
-
-@pytest.fixture
-def received(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every PCM payload the server's unit assembler accepts, in arrival order."""
-    seen: list[bytes] = []
-    original: Callable[..., Any] = UnitAssembler.add_audio
-
-    def capture(self: UnitAssembler, pcm: bytes, *args: Any, **kwargs: Any) -> Any:
-        seen.append(bytes(pcm))
-        return original(self, pcm, *args, **kwargs)
-
-    monkeypatch.setattr(UnitAssembler, "add_audio", capture)
-    return seen
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

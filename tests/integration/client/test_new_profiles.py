@@ -8,9 +8,7 @@ assembler accepts is captured and compared with the clip resampled independently
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import av
 import numpy as np
@@ -23,26 +21,11 @@ from duplex_client.media import open_audio
 from duplex_client.media.resample import frame_samples, resample
 from duplex_client.protocol.errors import DuplexProtocolError
 from duplex_client.server import ReferenceServer
-from duplex_client.server.assembler import UnitAssembler
 from duplex_client.server.engine.script import Script
 from duplex_client.sync import SyncDuplexClient
 from tests.support.media_files import write_audio_file
 
 SECONDS = 1.2
-
-
-@pytest.fixture
-def received(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every PCM payload the server's unit assembler accepts (decoded from the appends)."""
-    seen: list[bytes] = []
-    original: Callable[..., Any] = UnitAssembler.add_audio
-
-    def capture(self: UnitAssembler, pcm: bytes, *args: Any, **kwargs: Any) -> Any:
-        seen.append(bytes(pcm))
-        return original(self, pcm, *args, **kwargs)
-
-    monkeypatch.setattr(UnitAssembler, "add_audio", capture)
-    return seen
 
 
 def clip(tmp_path: Path) -> Path:
