@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
+from duplex_client.bundle.thumbnails import THUMBNAIL_QUALITY, THUMBNAILS_DIR
+from duplex_client.bundle.wavfile import write_wav
 from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME
-from duplex_client.listening_report import CONVERSATION_FILE, HEARD_FILE
-from duplex_client.thumbnails import THUMBNAIL_QUALITY, THUMBNAILS_DIR
-from duplex_client.wavfile import write_wav
 
 CHUNK_MS = 200
 UNIT_MS = 1000

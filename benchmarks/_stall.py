@@ -163,7 +163,7 @@ async def _streams(
     url: str, clip: Path, n: int, out: Path
 ) -> tuple[list[Any], list[float], list[float]]:
     """N `stream_clip` runs (starts over one second); when each started and ended (monotonic)."""
-    from duplex_client.run import stream_clip
+    from duplex_client.run.stream import stream_clip
 
     starts: list[float] = []
     ends: list[float] = []

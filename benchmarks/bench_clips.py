@@ -79,7 +79,7 @@ def rss_mb() -> float:
 
 
 async def _run_level(url: str, clip: Path, n: int, out: Path) -> list[Any]:
-    from duplex_client.run import stream_clip
+    from duplex_client.run.stream import stream_clip
 
     async def one(i: int) -> Any:
         await asyncio.sleep(i / n)

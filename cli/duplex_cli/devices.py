@@ -13,7 +13,7 @@ from rich.table import Table
 
 from duplex_cli.options import QuietOpt, VerboseOpt
 from duplex_cli.running import setup_logging
-from duplex_client.live.devices import (
+from duplex_client.media.devices.lookup import (
     DEFAULT_CAMERA_PROBES,
     NO_DEVICE_HINT,
     DeviceError,

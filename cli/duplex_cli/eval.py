@@ -26,8 +26,8 @@ from duplex_cli.running import (
 )
 from duplex_client.eval.api import EvalResult, run_eval_async
 from duplex_client.eval.runner import EvalProgress
-from duplex_client.results import EXIT_INTERRUPTED
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
+from duplex_client.run.result import EXIT_INTERRUPTED
 
 EVAL = "Eval"
 LOCAL_RAY = "local"

@@ -41,13 +41,13 @@ from duplex_cli.options import (
 )
 from duplex_cli.protocol_log import LoggedLiveProgress, log_result
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
-from duplex_client.live.controls import LiveControls, PushToTalk
-from duplex_client.live.controls import PttMode as PttKeyMode
-from duplex_client.live.keys import KeyInput, NoKeys, TerminalKeys
-from duplex_client.live.options import LiveOptions, LiveUsageError
-from duplex_client.live.progress import LiveProgress
-from duplex_client.live.run import run_live
-from duplex_client.results import RunResult
+from duplex_client.media.devices.keys import KeyInput, NoKeys, TerminalKeys
+from duplex_client.run.controls import LiveControls, PushToTalk
+from duplex_client.run.controls import PttMode as PttKeyMode
+from duplex_client.run.live import run_live
+from duplex_client.run.live_options import LiveOptions, LiveUsageError
+from duplex_client.run.progress import LiveProgress
+from duplex_client.run.result import RunResult
 
 Opt = typer.Option
 

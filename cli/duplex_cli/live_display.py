@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from duplex_cli.display import heard_latency
-from duplex_client.live.progress import LiveProgress
-from duplex_client.results import RunResult
+from duplex_client.run.progress import LiveProgress
+from duplex_client.run.result import RunResult
 
 _METER_WIDTH = 24
 _FLOOR_DBFS = -60.0

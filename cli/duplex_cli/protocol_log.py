@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 from duplex_client.client.transport import redact_url
-from duplex_client.live.progress import LiveProgress
-from duplex_client.results import RunProgress, RunResult
+from duplex_client.run.progress import LiveProgress
+from duplex_client.run.result import RunProgress, RunResult
 
 log = logging.getLogger("duplex_cli.protocol")
 

@@ -26,9 +26,9 @@ from duplex_cli.options import (
     _opt,
 )
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
-from duplex_client.replay import replay_bundle, same_input
+from duplex_client.replay.bundle_replay import replay_bundle, same_input
 from duplex_client.report.diff import decision_changes
-from duplex_client.results import RunProgress, RunResult
+from duplex_client.run.result import RunProgress, RunResult
 
 
 def replay_command(
@@ -173,9 +173,9 @@ def sweep_command(
     verbose: bool,
 ) -> None:
     """`replay --sweep`: one replay per value, the table printed; exit 0 if every replay ran."""
-    from duplex_client.run_options import default_run_dir
-    from duplex_client.sweep import sweep_bundle
-    from duplex_client.sweep_conditions import parse_sweep
+    from duplex_client.replay.conditions import parse_sweep
+    from duplex_client.replay.sweep import sweep_bundle
+    from duplex_client.run.options import default_run_dir
     from duplex_client.usage import UsageError
 
     err = stderr_console()

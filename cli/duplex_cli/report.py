@@ -10,7 +10,7 @@ import typer
 from duplex_cli.options import OUTPUT, _opt
 from duplex_cli.running import fail, note, stderr_console
 from duplex_client.report.bundle_reader import ReportInputError
-from duplex_client.results import EXIT_USAGE
+from duplex_client.run.result import EXIT_USAGE
 
 PAGE_FILE = "report.html"
 

@@ -36,7 +36,7 @@ from duplex_cli.options import (
     _opt,
     choices,
 )
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 

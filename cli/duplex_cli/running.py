@@ -26,13 +26,13 @@ from rich.console import Console
 from rich.text import Text
 
 from duplex_client.eval.runner import EvalProgress
-from duplex_client.live.devices import DeviceError
-from duplex_client.live.options import LiveUsageError
-from duplex_client.live.progress import LiveProgress
+from duplex_client.media.devices.lookup import DeviceError
 from duplex_client.media.errors import MediaError
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, RunProgress
-from duplex_client.run_options import UsageError
+from duplex_client.run.live_options import LiveUsageError
+from duplex_client.run.options import UsageError
+from duplex_client.run.progress import LiveProgress
+from duplex_client.run.result import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, RunProgress
 
 #: Exceptions that mean "bad options or input": one line, exit 2, nothing sent.
 USAGE_ERRORS: tuple[type[BaseException], ...] = (

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.bundle import write_json_atomic
+from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.items import EvalItem, load_items, select_items
 from duplex_client.eval.runner import (
@@ -31,8 +31,8 @@ from duplex_client.eval.runner import (
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
 from duplex_client.presets import PROFILE_PRESETS
-from duplex_client.results import EXIT_FAILED, EXIT_OK
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
+from duplex_client.run.result import EXIT_FAILED, EXIT_OK
 from duplex_client.usage import UsageError
 
 if TYPE_CHECKING:
@@ -265,8 +265,8 @@ async def _endpoints(
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
-    from duplex_client.embedded import embedded_server
-    from duplex_client.run import with_listed_model
+    from duplex_client.run.embedded import embedded_server
+    from duplex_client.run.stream import with_listed_model
 
     async with contextlib.AsyncExitStack() as stack:
         if urls:

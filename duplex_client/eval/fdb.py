@@ -253,8 +253,8 @@ def export_item(item: EvalItem, bundle_dir: Path, export_root: Path) -> ExportOu
     import numpy as np
     import soundfile as sf
 
+    from duplex_client.bundle.wavfile import read_wav_pcm16, write_wav
     from duplex_client.media.resample import resample
-    from duplex_client.wavfile import read_wav_pcm16, write_wav
 
     if item.fdb_dir is None:
         raise ValueError(f"item {item.id!r} is not from a Full-Duplex-Bench tree (no fdb_dir)")

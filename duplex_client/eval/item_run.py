@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duplex_client.bundle import write_json_atomic
+from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.items import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import EXIT_FAILED, EXIT_USAGE, RunProgress, RunResult
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
+from duplex_client.run.result import EXIT_FAILED, EXIT_USAGE, RunProgress, RunResult
 
 #: `result.json` statuses that end an item: anything else (interrupted, none) runs again.
 FINAL_STATUSES = frozenset({"ok", "failed"})
@@ -107,7 +107,7 @@ async def run_item(
     Never raises for the item's own failure: a refused row or file is a failed result. A
     cancellation propagates after the run wrote its (unfinished) result.
     """
-    from duplex_client.run import run_stream
+    from duplex_client.run.stream import run_stream
 
     clear_bundle(bundle_dir)
     if job.item.error is not None:
@@ -125,7 +125,7 @@ async def run_item(
 
 async def _replay(job: ItemJob, bundle_dir: Path, progress: RunProgress | None) -> RunResult:
     """The item's recorded input sent again, byte for byte (the options' server settings)."""
-    from duplex_client.replay import replay_bundle
+    from duplex_client.replay.bundle_replay import replay_bundle
 
     opts = job.options
     assert job.item.replay is not None

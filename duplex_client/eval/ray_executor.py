@@ -42,7 +42,7 @@ from duplex_client.eval.ray_worker import (
     write_bundle,
 )
 from duplex_client.protocol.errors import DuplexConnectionError
-from duplex_client.results import EXIT_FAILED
+from duplex_client.run.result import EXIT_FAILED
 from duplex_client.usage import UsageError
 
 #: Ray task names are `duplex_eval:<bundle key>`; a worker's process title is `ray::<name>`.

@@ -28,10 +28,10 @@ RESULT_FILE: Final = "result.json"
 WARM_HOLD_S: Final = 1.0
 #: What an item run imports (`run_item` imports them lazily): a warm worker has them.
 _WARM_MODULES: Final = (
-    "duplex_client.run",
+    "duplex_client.run.stream",
     "duplex_client.media",
     "duplex_client.media.vad",
-    "duplex_client.run_listening",
+    "duplex_client.run.listening",
     "onnxruntime",
 )
 

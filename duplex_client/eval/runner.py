@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from duplex_client.bundle import write_json_atomic
+from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
 from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.items import EvalItem, ItemSetError
 from duplex_client.eval.summary import EvalSummary, ItemRecord, summary_row
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
 
 
 class ItemExecutor(Protocol):

@@ -1,84 +1,53 @@
-"""Live mode: microphone and camera to a duplex session, answers to the speaker.
+"""Deprecated: live mode is now the run layer's device source (`duplex_client.run`).
 
-Light on import: the device libraries (sounddevice/PortAudio, OpenCV) load only when a
-source or the player starts. `run_live(url, LiveOptions(...))` is what `duplex-cli live`
-runs; `LiveSession` is the loop for code that opens its own client and devices.
+Every name this package had still imports from here for one release, with a
+`DeprecationWarning` naming its new home (`duplex_client.MOVED_MODULES` lists the moved modules).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from duplex_client.live.camera import Camera, CameraFeed
-    from duplex_client.live.controls import KEY_BINDINGS, LiveControls, PushToTalk
-    from duplex_client.live.devices import DeviceError, audio_devices, camera_devices
-    from duplex_client.live.filemic import FileMicrophone
-    from duplex_client.live.keys import NoKeys, TerminalKeys
-    from duplex_client.live.mic import Microphone
-    from duplex_client.live.options import LiveOptions, LiveUsageError
-    from duplex_client.live.playback import PlaybackSync
-    from duplex_client.live.player import Player
-    from duplex_client.live.progress import LiveProgress
-    from duplex_client.live.run import LiveDevices, run_live
-    from duplex_client.live.session import LiveSession
-    from duplex_client.live.sources import AudioBlock, CapturedFrame
-
-_LAZY = {
-    "AudioBlock": "sources",
-    "Camera": "camera",
-    "CameraFeed": "camera",
-    "CapturedFrame": "sources",
-    "DeviceError": "devices",
-    "FileMicrophone": "filemic",
-    "KEY_BINDINGS": "controls",
-    "LiveControls": "controls",
-    "LiveDevices": "run",
-    "LiveOptions": "options",
-    "LiveUsageError": "options",
-    "LiveProgress": "progress",
-    "LiveSession": "session",
-    "Microphone": "mic",
-    "NoKeys": "keys",
-    "PlaybackSync": "playback",
-    "Player": "player",
-    "PushToTalk": "controls",
-    "TerminalKeys": "keys",
-    "audio_devices": "devices",
-    "camera_devices": "devices",
-    "run_live": "run",
+#: Each name of the old package → the module that holds it now.
+_NAMES = {
+    "AudioBlock": "duplex_client.media.devices.capture",
+    "CapturedFrame": "duplex_client.media.devices.capture",
+    "Camera": "duplex_client.media.devices.camera",
+    "CameraFeed": "duplex_client.media.devices.camera",
+    "DeviceError": "duplex_client.media.devices.lookup",
+    "audio_devices": "duplex_client.media.devices.lookup",
+    "camera_devices": "duplex_client.media.devices.lookup",
+    "FileMicrophone": "duplex_client.media.devices.filemic",
+    "Microphone": "duplex_client.media.devices.mic",
+    "Player": "duplex_client.media.devices.player",
+    "NoKeys": "duplex_client.media.devices.keys",
+    "TerminalKeys": "duplex_client.media.devices.keys",
+    "KEY_BINDINGS": "duplex_client.run.controls",
+    "LiveControls": "duplex_client.run.controls",
+    "PushToTalk": "duplex_client.run.controls",
+    "PlaybackSync": "duplex_client.run.playback",
+    "LiveProgress": "duplex_client.run.progress",
+    "LiveSession": "duplex_client.run.sources.devices",
+    "LiveOptions": "duplex_client.run.live_options",
+    "LiveUsageError": "duplex_client.run.live_options",
+    "LiveDevices": "duplex_client.run.live",
+    "run_live": "duplex_client.run.live",
 }
 
-__all__ = [
-    "KEY_BINDINGS",
-    "AudioBlock",
-    "Camera",
-    "CameraFeed",
-    "CapturedFrame",
-    "DeviceError",
-    "FileMicrophone",
-    "LiveControls",
-    "LiveDevices",
-    "LiveOptions",
-    "LiveProgress",
-    "LiveSession",
-    "LiveUsageError",
-    "Microphone",
-    "NoKeys",
-    "PlaybackSync",
-    "Player",
-    "PushToTalk",
-    "TerminalKeys",
-    "audio_devices",
-    "camera_devices",
-    "run_live",
-]
+__all__ = sorted(_NAMES)
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'duplex_client.live' has no attribute {name!r}")
     import importlib
+    import warnings
 
-    return getattr(importlib.import_module(f"duplex_client.live.{module}"), name)
+    warnings.warn(
+        f"duplex_client.live.{name} moved to {module}.{name}; the old name goes in the next "
+        "release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(module), name)

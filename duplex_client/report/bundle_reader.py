@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
 from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME
-from duplex_client.listening_report import CONVERSATION_FILE, HEARD_FILE
 from duplex_client.report.run_view import RunView
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def load_run_bundle(path: Path, *, columns: int = 2000, thumbnails: bool = True)
 def _read_waves(data: RunBundleData, columns: int) -> None:
     import wave
 
-    from duplex_client.wavfile import read_wav_int16
+    from duplex_client.bundle.wavfile import read_wav_int16
 
     mix = data.dir / CONVERSATION_FILE
     heard = data.dir / HEARD_FILE
@@ -193,8 +193,8 @@ def encode_listening_audio(path: Path, *, bitrate: int = 48000) -> bytes:
     import av
     import numpy as np
 
+    from duplex_client.bundle.wavfile import read_wav_int16
     from duplex_client.media.resample import Resampler
-    from duplex_client.wavfile import read_wav_int16
 
     rate = _wav_rate(path)
     samples = read_wav_int16(path)

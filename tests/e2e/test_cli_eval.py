@@ -276,7 +276,7 @@ def _fdb_tree(root: Path) -> Path:
     """Two smooth turn-taking samples: 3 s inputs at 16 and 44.1 kHz, the turn ending at 2 s."""
     import numpy as np
 
-    from duplex_client.wavfile import write_wav
+    from duplex_client.bundle.wavfile import write_wav
 
     for sample, rate in (("1", 16000), ("2", 44100)):
         folder = root / "candor_turn_taking" / sample
@@ -294,7 +294,7 @@ def _fdb_tree(root: Path) -> Path:
 def test_a_full_duplex_bench_tree_is_exported_aligned(tmp_path: Path) -> None:
     import numpy as np
 
-    from duplex_client.wavfile import read_wav_int16, read_wav_pcm16
+    from duplex_client.bundle.wavfile import read_wav_int16, read_wav_pcm16
 
     tree = _fdb_tree(tmp_path / "fdb_in")
     out = tmp_path / "eval"

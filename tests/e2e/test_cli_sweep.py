@@ -41,8 +41,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def write_talk(root: Path) -> tuple[Path, Path]:
     """The WAV and its annotation file (the audible span of each phrase)."""
+    from duplex_client.bundle.wavfile import write_wav
     from duplex_client.server.engine.tts import synthesize
-    from duplex_client.wavfile import write_wav
 
     def phrase(text: str) -> Any:
         samples = synthesize(text, RATE).samples

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from duplex_client import DuplexClient, DuplexConnectionError
-from duplex_client.embedded import embedded_server
+from duplex_client.run.embedded import embedded_server
 
 
 async def test_embedded_server_serves_and_stops() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from duplex_client.framing import check_timeline
 from duplex_client.media import open_audio
-from duplex_client.run import stream_clip
+from duplex_client.run.stream import stream_clip
 from duplex_client.server import ReferenceServer
 from tests.support.media_files import best_correlation, two_tone_mono, write_two_tone_wav
 

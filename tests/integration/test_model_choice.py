@@ -10,8 +10,9 @@ import pytest
 import respx
 
 from duplex_client.client.http import AmbiguousModelError
-from duplex_client.live import LiveDevices, LiveOptions, run_live
-from duplex_client.run import stream_clip
+from duplex_client.run.live import LiveDevices, run_live
+from duplex_client.run.live_options import LiveOptions
+from duplex_client.run.stream import stream_clip
 from duplex_client.server import ReferenceServer
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.live.fakes import FakeSoundDevice

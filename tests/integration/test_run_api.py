@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from duplex_client.framing import check_timeline
-from duplex_client.run import UsageError, stream_clip
+from duplex_client.run.stream import UsageError, stream_clip
 from duplex_client.server import ReferenceServer
 from duplex_client.server.config import speech_available
 from tests.integration.live.helpers import write_wav

@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from duplex_cli.run_flags import run_options
 
-from duplex_client.bundle import RunBundle
+from duplex_client.bundle.payloads import SENT_FRAMES_DIR, KeptPayloads
+from duplex_client.bundle.thumbnails import ThumbnailWriter, make_thumbnail
+from duplex_client.bundle.writer import RunBundle
 from duplex_client.eval.api import changed_options
 from duplex_client.eval.runner import EvalSettings, settings_record
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import EncodedImage, FrameGroup
-from duplex_client.payloads import SENT_FRAMES_DIR, KeptPayloads
 from duplex_client.protocol.capabilities import UnitKind
-from duplex_client.run import stream_clip
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
+from duplex_client.run.stream import stream_clip
 from duplex_client.server import ReferenceServer
-from duplex_client.thumbnails import ThumbnailWriter, make_thumbnail
 from tests.e2e.helpers import run_cli
 from tests.support.media_files import colour_frame, frame_index, write_clip
 

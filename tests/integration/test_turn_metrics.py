@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from duplex_client.bundle.wavfile import read_wav_int16
 from duplex_client.protocol.codec import b64encode
-from duplex_client.run import stream_clip
+from duplex_client.run.stream import stream_clip
 from duplex_client.server import ReferenceServer, Script
 from duplex_client.server.config import speech_available
-from duplex_client.wavfile import read_wav_int16
 from tests.integration.live.helpers import write_wav
 from tests.support.scripted_server import Peer, ScriptedServer
 

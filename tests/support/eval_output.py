@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from duplex_client.embedded import embedded_server
 from duplex_client.eval.api import EvalResult, run_eval_async
+from duplex_client.run.embedded import embedded_server
 from tests.support.media_files import write_audio_file
 
 #: Two answers per item (units 0 and 2), the second 120 ms later; the commit is a listen.

@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from duplex_client.run import stream_clip
+from duplex_client.run.stream import stream_clip
 from duplex_client.server.app import ReferenceServer
 from duplex_client.server.engine.script import Script
 from tests.support.media_files import write_clip

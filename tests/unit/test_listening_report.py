@@ -11,8 +11,8 @@ import pytest
 from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.listener import ListenerModel
 from duplex_client.analysis.turns import ResponseFacts
-from duplex_client.listening_report import ListeningReport
-from duplex_client.wavfile import read_wav_int16
+from duplex_client.bundle.wavfile import read_wav_int16
+from duplex_client.run.listening_report import ListeningReport
 
 RATE = 24000
 

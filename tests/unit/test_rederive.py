@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from duplex_client.bundle.payloads import KeptPayloads
 from duplex_client.framing.framer import Framer
 from duplex_client.framing.plan import FramerConfig
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
-from duplex_client.payloads import KeptPayloads
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.rederive import recorded_source, recut_input, rederive
-from duplex_client.run import stream_clip_blocking
+from duplex_client.replay.rederive import recorded_source, recut_input, rederive
+from duplex_client.run.stream import stream_clip_blocking
 from duplex_client.usage import UsageError
 from tests.support.media_files import write_audio_file, write_clip
 

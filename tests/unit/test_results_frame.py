@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from duplex_client.analysis.turns import Turn
-from duplex_client.results import TURN_COLUMNS, RunResult
+from duplex_client.run.result import TURN_COLUMNS, RunResult
 
 
 def turn(rid: str, latency: float | None) -> Turn:

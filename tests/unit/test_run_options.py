@@ -11,7 +11,7 @@ import pytest
 import soundfile as sf
 
 from duplex_client.framing import BytesPcmSource, Framer, FramerConfig
-from duplex_client.run_options import MAX_CHUNK_MS, MAX_SECONDS, RunOptions, check_number
+from duplex_client.run.options import MAX_CHUNK_MS, MAX_SECONDS, RunOptions, check_number
 from duplex_client.usage import UsageError
 from tests.unit.framing.fakes import speech_pcm
 
@@ -162,7 +162,7 @@ def test_ref_audio_that_is_audio_but_not_a_wav_or_empty(tmp_path: Path) -> None:
 
 
 async def test_an_unknown_keyword_is_a_usage_error_with_a_hint() -> None:
-    from duplex_client.run import stream_clip
+    from duplex_client.run.stream import stream_clip
 
     with pytest.raises(UsageError, match=r"^chunkms is not an option .*did you mean chunk_ms\?"):
         await stream_clip(None, input_audio="a.wav", chunkms=100)

@@ -16,8 +16,7 @@ from duplex_client.framing.plan import FramerConfig
 from duplex_client.framing.recorded import RecordedCommit, RecordedInput
 from duplex_client.framing.sources import BytesPcmSource, EncodedImage, FrameGroup
 from duplex_client.framing.units import UnitGrid
-from duplex_client.sweep import JitterCondition, build_condition, jitter_delays
-from duplex_client.sweep_conditions import (
+from duplex_client.replay.conditions import (
     NoiseCondition,
     PauseCondition,
     Recording,
@@ -25,6 +24,7 @@ from duplex_client.sweep_conditions import (
     pauses_ms,
     splice_pauses,
 )
+from duplex_client.replay.sweep import JitterCondition, build_condition, jitter_delays
 from duplex_client.usage import UsageError
 
 RATE = 16000

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from duplex_client import DuplexClient
-from duplex_client.bundle import RunBundle
+from duplex_client.bundle.wavfile import read_wav_pcm16
+from duplex_client.bundle.writer import RunBundle
 from duplex_client.presets import minicpmo_4_5
 from duplex_client.protocol import b64encode
-from duplex_client.wavfile import read_wav_pcm16
 from tests.support.scripted_server import Peer, ScriptedServer
 
 

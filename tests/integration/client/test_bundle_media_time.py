@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from duplex_client import DuplexClient
-from duplex_client.bundle import RunBundle
+from duplex_client.bundle.writer import RunBundle
 from duplex_client.framing.clock import MediaClock
 from tests.support.scripted_server import ScriptedServer
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from duplex_client.embedded import embedded_server
 from duplex_client.eval.item_run import ItemJob
 from duplex_client.eval.items import EvalItem
 from duplex_client.eval.ray_executor import (
@@ -30,7 +29,8 @@ from duplex_client.eval.ray_executor import (
     check_slot_resources,
 )
 from duplex_client.eval.ray_worker import collect_bundle, run_item_task, write_bundle
-from duplex_client.run_options import RunOptions
+from duplex_client.run.embedded import embedded_server
+from duplex_client.run.options import RunOptions
 from duplex_client.usage import UsageError
 from tests.support.media_files import write_audio_file
 

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from duplex_client import DuplexClient, SessionConfig
-from duplex_client.live.controls import LiveControls
-from duplex_client.live.mic import Microphone
-from duplex_client.live.player import Player
-from duplex_client.live.session import LiveSession, TurnMode
+from duplex_client.media.devices.mic import Microphone
+from duplex_client.media.devices.player import Player
+from duplex_client.run.controls import LiveControls
+from duplex_client.run.sources.devices import LiveSession, TurnMode
 from tests.unit.live.fakes import FakeInputStream, FakeOutputStream, FakeSoundDevice
 
 

@@ -19,9 +19,10 @@ import numpy.typing as npt
 import pytest
 
 from duplex_client.framing import check_timeline
-from duplex_client.live import LiveDevices, LiveOptions, LiveUsageError, run_live
 from duplex_client.media.resample import Resampler, as_float
-from duplex_client.results import RunResult
+from duplex_client.run.live import LiveDevices, run_live
+from duplex_client.run.live_options import LiveOptions, LiveUsageError
+from duplex_client.run.result import RunResult
 from duplex_client.server import ReferenceServer, Script
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.live.fakes import FakeSoundDevice

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from duplex_client.framing import check_timeline
-from duplex_client.live import LiveDevices, LiveOptions, run_live
-from duplex_client.results import RunResult
+from duplex_client.run.live import LiveDevices, run_live
+from duplex_client.run.live_options import LiveOptions
+from duplex_client.run.result import RunResult
 from duplex_client.server import ReferenceServer
 from duplex_client.server.config import speech_available
 from tests.integration.live.helpers import audio_rows, tone_pcm, write_wav

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from duplex_client.live import LiveDevices, LiveOptions, run_live
-from duplex_client.live.devices import DeviceError
-from duplex_client.live.progress import LiveProgress
-from duplex_client.live.run import preflight
+from duplex_client.media.devices.lookup import DeviceError
+from duplex_client.run.live import LiveDevices, preflight, run_live
+from duplex_client.run.live_options import LiveOptions
+from duplex_client.run.progress import LiveProgress
 from duplex_client.server import ReferenceServer
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.live.fakes import FakeCameras, FakeSoundDevice
@@ -78,7 +78,7 @@ def test_a_file_run_without_portaudio_skips_playback(monkeypatch: pytest.MonkeyP
     def missing() -> Any:
         raise DeviceError("PortAudio is not installed")
 
-    monkeypatch.setattr("duplex_client.live.run.load_sounddevice", missing)
+    monkeypatch.setattr("duplex_client.run.live.load_sounddevice", missing)
     check = preflight(LiveOptions(no_mic=True), LiveDevices())
     assert check.sounddevice is None and not check.playback and check.warning
     with pytest.raises(DeviceError):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.run import stream_clip
+from duplex_client.run.stream import stream_clip
 from tests.integration.resilience.bad_inputs import (
     CASES,
     Case,

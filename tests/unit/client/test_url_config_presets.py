@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from duplex_client import presets
+from duplex_client.bundle.wavfile import write_wav
 from duplex_client.client import SessionConfig, build_url, redact, ref_audio_data_url
 from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.usage import UsageError
-from duplex_client.wavfile import write_wav
 
 
 @pytest.mark.parametrize(

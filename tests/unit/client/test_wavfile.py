@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from duplex_client.wavfile import GrowingWav, read_wav_pcm16
+from duplex_client.bundle.wavfile import GrowingWav, read_wav_pcm16
 
 
 def test_file_is_valid_after_each_write_and_after_close(tmp_path: Path) -> None:

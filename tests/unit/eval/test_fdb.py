@@ -11,8 +11,9 @@ import numpy.typing as npt
 import pytest
 import soundfile as sf
 
-from duplex_client import listening_report
 from duplex_client.analysis.annotations import load_annotations
+from duplex_client.bundle import layout
+from duplex_client.bundle.wavfile import read_wav_int16, write_wav
 from duplex_client.eval.fdb import (
     ANNOTATION_FILES,
     HEARD_FILE,
@@ -22,7 +23,6 @@ from duplex_client.eval.fdb import (
     read_fdb_items,
 )
 from duplex_client.eval.items import EvalItem, ItemSetError
-from duplex_client.wavfile import read_wav_int16, write_wav
 
 PAUSE = [{"text": "[PAUSE]", "timestamp": [3.32, 4.0]}]
 TURN = [{"text": "[TURN-TAKING]", "timestamp": [2.01, 2.4]}]
@@ -247,7 +247,7 @@ def test_export_copies_annotations_and_inputs_but_not_old_answers(tmp_path: Path
 
 
 def test_no_heard_wav_writes_nothing_and_says_why(tmp_path: Path) -> None:
-    assert HEARD_FILE == listening_report.HEARD_FILE
+    assert HEARD_FILE == layout.HEARD_FILE
     root = _tree(tmp_path / "v1_0")
     bundle = tmp_path / "failed"
     bundle.mkdir()

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from duplex_client.bundle import write_json_atomic
+from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, failed_result
 from duplex_client.eval.items import EvalItem, ItemSetError
 from duplex_client.eval.runner import EvalProgress, EvalRun, EvalSettings, plan_jobs
-from duplex_client.run_options import RunOptions
+from duplex_client.run.options import RunOptions
 
 OK_DOC = {"ok": True, "status": "ok", "exit_code": 0, "error": None, "session_id": "s"}
 REFUSED = {**failed_result("cannot connect: connection refused", exit_code=1)}

@@ -371,7 +371,7 @@ def test_from_bundle_on_files_written_by_the_project_writers(tmp_path: Path) -> 
     from duplex_client.framing.clock import SendTiming
     from duplex_client.framing.plan import PlannedAppend
     from duplex_client.framing.timeline import InputTimeline
-    from duplex_client.results import RunResult
+    from duplex_client.run.result import RunResult
 
     timeline = InputTimeline(session_id="duplex-" + "3f" * 16, url="ws://127.0.0.1:9/v1/realtime")
     timeline.describe_stream(chunk_ms=200, media_origin_ms=0, pacing="realtime")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from duplex_client.bundle.payloads import SENT_FRAMES_DIR, KeptPayloads, PayloadKeeper
 from duplex_client.framing import BytesPcmSource, Framer, FramerConfig, SendTiming
 from duplex_client.framing.digest import SentDigest
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.payloads import SENT_FRAMES_DIR, KeptPayloads, PayloadKeeper
 from duplex_client.protocol import Capabilities
 from tests.unit.framing.fakes import FakeSampler, caps, speech_pcm
 

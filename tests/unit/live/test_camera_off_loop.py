@@ -21,9 +21,10 @@ import duplex_client.media.jpeg as jpeg
 from duplex_client.client.prefetch import planning_pool
 from duplex_client.framing import FramerConfig, PlannedAppend
 from duplex_client.framing.live import LiveFramer
-from duplex_client.live import LiveDevices, LiveOptions, run_live
-from duplex_client.live.camera import CameraFeed
-from duplex_client.live.sources import CapturedFrame
+from duplex_client.media.devices.camera import CameraFeed
+from duplex_client.media.devices.capture import CapturedFrame
+from duplex_client.run.live import LiveDevices, run_live
+from duplex_client.run.live_options import LiveOptions
 from duplex_client.server import ReferenceServer
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.framing.fakes import caps, speech_pcm

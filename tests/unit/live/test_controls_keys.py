@@ -11,9 +11,9 @@ import pytest
 from duplex_cli.live_display import render_live
 from rich.console import Console
 
-from duplex_client.live.controls import LiveControls, PushToTalk, parse_schedule
-from duplex_client.live.keys import NoKeys, TerminalKeys
-from duplex_client.live.progress import LiveProgress
+from duplex_client.media.devices.keys import NoKeys, TerminalKeys
+from duplex_client.run.controls import LiveControls, PushToTalk, parse_schedule
+from duplex_client.run.progress import LiveProgress
 from tests.unit.framing.fakes import FakeClock
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duplex_client.live.devices import DeviceError
-from duplex_client.live.player import Player
+from duplex_client.media.devices.lookup import DeviceError
+from duplex_client.media.devices.player import Player
 from tests.unit.live.fakes import FakeOutputStream, FakeSoundDevice
 
 RATE = 24000

@@ -13,11 +13,11 @@ from duplex_client.framing.live import LiveFramer
 from duplex_client.framing.pcm_format import PcmFormat
 from duplex_client.framing.plan import FramerConfig
 from duplex_client.framing.units import UnitGrid
-from duplex_client.live.filemic import FileMicrophone
-from duplex_client.live.mic import Microphone
-from duplex_client.live.options import LiveOptions, LiveUsageError
-from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
+from duplex_client.media.devices.capture import SILENCE_DBFS, AudioBlock, level_dbfs
+from duplex_client.media.devices.filemic import FileMicrophone
+from duplex_client.media.devices.mic import Microphone
 from duplex_client.media.resample import Resampler, as_float
+from duplex_client.run.live_options import LiveOptions, LiveUsageError
 from tests.support.media_files import tone, write_audio_file
 from tests.unit.framing.fakes import FakeClock
 from tests.unit.live.fakes import FakeSoundDevice

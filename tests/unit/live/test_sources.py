@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duplex_client.live.camera import Camera, CameraFeed
-from duplex_client.live.devices import (
+from duplex_client.media.devices.camera import Camera, CameraFeed
+from duplex_client.media.devices.capture import SILENCE_DBFS, level_dbfs
+from duplex_client.media.devices.filemic import FileMicrophone
+from duplex_client.media.devices.lookup import (
     DeviceError,
     audio_devices,
     camera_devices,
@@ -18,9 +20,7 @@ from duplex_client.live.devices import (
     load_sounddevice,
     resolve_audio_device,
 )
-from duplex_client.live.filemic import FileMicrophone
-from duplex_client.live.mic import Microphone
-from duplex_client.live.sources import SILENCE_DBFS, level_dbfs
+from duplex_client.media.devices.mic import Microphone
 from tests.support.media_files import dominant_hz, frame_index, tone, write_audio_file
 from tests.unit.framing.fakes import FakeClock
 from tests.unit.live.fakes import FakeCameras, FakeSoundDevice

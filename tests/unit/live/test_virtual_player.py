@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from duplex_client.analysis.virtual_player import VirtualPlayer
 from duplex_client.framing.clock import MediaClock
-from duplex_client.live.virtual_player import VirtualPlayer
 
 
 class FakeTime:

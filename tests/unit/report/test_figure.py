@@ -50,8 +50,8 @@ from duplex_client.report.run_view import (
     UnitBlock,
 )
 from duplex_client.report.track_columns import lanes
-from duplex_client.results import RunResult
-from duplex_client.run import stream_clip
+from duplex_client.run.result import RunResult
+from duplex_client.run.stream import stream_clip
 from duplex_client.server import ReferenceServer, Script
 from tests.support.media_files import write_clip
 
@@ -371,7 +371,7 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyPatch)
 
 def test_importing_the_package_does_not_import_matplotlib() -> None:
     code = (
-        "import sys, duplex_client, duplex_client.results, duplex_client.eval.api,"
+        "import sys, duplex_client, duplex_client.run.result, duplex_client.eval.api,"
         " duplex_client.report.figure, duplex_client.report.figure_eval;"
         "print('matplotlib' in sys.modules)"
     )

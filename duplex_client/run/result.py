@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from duplex_client.analysis.turns import Turn
-    from duplex_client.bundle import RunBundle
+    from duplex_client.bundle.writer import RunBundle
     from duplex_client.client.session import DuplexClientBase
     from duplex_client.framing.timeline import InputTimeline
-    from duplex_client.run_listening import RunListening
+    from duplex_client.run.listening import RunListening
 
 #: `ok` covers transport and lifecycle only; this sentence travels with every result.
 OK_MEANING = (
@@ -146,7 +146,7 @@ class RunResult:
     def _wav(self, name: str) -> npt.NDArray[np.int16]:
         import numpy as np
 
-        from duplex_client.wavfile import read_wav_int16
+        from duplex_client.bundle.wavfile import read_wav_int16
 
         if self.bundle_dir is None or not (self.bundle_dir / name).exists():
             return np.zeros(0, dtype=np.int16)

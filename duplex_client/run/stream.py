@@ -16,22 +16,35 @@ from pathlib import Path
 from typing import Any
 
 from duplex_client.analysis.annotations import SpeechSegment
-from duplex_client.bundle import RunBundle
+from duplex_client.bundle.payloads import PayloadKeeper
+from duplex_client.bundle.thumbnails import ThumbnailWriter
+from duplex_client.bundle.writer import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
-from duplex_client.embedded import embedded_server
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import AudioVisualSource
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import MediaWarning, collect_media_warnings
-from duplex_client.payloads import PayloadKeeper
 from duplex_client.presets import PROFILE_PRESETS
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
-from duplex_client.results import (
+from duplex_client.run.embedded import embedded_server
+from duplex_client.run.listening import RunListening
+from duplex_client.run.options import (
+    DEFAULT_CHUNK_MS,
+    PRESET_NAMES,
+    SOUNDTRACK_POLICIES,
+    WINDOW_MODES,
+    RunFailed,
+    RunOptions,
+    UsageError,
+    default_run_dir,
+    open_source,
+)
+from duplex_client.run.result import (
     EXIT_FAILED,
     EXIT_HANGUP,
     EXIT_INTERRUPTED,
@@ -45,21 +58,8 @@ from duplex_client.results import (
     record_session,
     stop_status,
 )
-from duplex_client.run_listening import RunListening
-from duplex_client.run_options import (
-    DEFAULT_CHUNK_MS,
-    PRESET_NAMES,
-    SOUNDTRACK_POLICIES,
-    WINDOW_MODES,
-    RunFailed,
-    RunOptions,
-    UsageError,
-    default_run_dir,
-    open_source,
-)
-from duplex_client.run_tools import function_call_turns, install_answers, merge_turns
-from duplex_client.run_watch import LiveFigures, SessionActivity, finish_stream, settle_turn
-from duplex_client.thumbnails import ThumbnailWriter
+from duplex_client.run.tools import function_call_turns, install_answers, merge_turns
+from duplex_client.run.watch import LiveFigures, SessionActivity, finish_stream, settle_turn
 
 __all__ = [
     "EXIT_FAILED",

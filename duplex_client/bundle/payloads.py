@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from duplex_client.bundle.thumbnails import THUMBNAILS_DIR, is_thumbnail_name
 from duplex_client.framing.plan import PlannedAppend
-from duplex_client.thumbnails import THUMBNAILS_DIR, is_thumbnail_name
 
 INPUT_PCM_FILE = "input.pcm"
 #: The bundle folder holding every sent image at full size.

@@ -30,7 +30,7 @@ from duplex_client.framing.recorded import (
 from duplex_client.framing.sources import AudioVisualSource, FrameGroup, MediaInput
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
-from duplex_client.run_options import RunOptions, open_source
+from duplex_client.run.options import RunOptions, open_source
 from duplex_client.usage import UsageError
 
 __all__ = [

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from duplex_client.bundle import RunBundle
+from duplex_client.bundle.payloads import INPUT_PCM_FILE, KeptPayloads, kept_frames_dir
+from duplex_client.bundle.writer import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.replaying import send_recorded
 from duplex_client.client.streaming import StreamResult, StreamTarget
@@ -26,11 +27,10 @@ from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
 from duplex_client.framing.timeline import TIMELINE_FILENAME, InputTimeline
-from duplex_client.payloads import INPUT_PCM_FILE, KeptPayloads, kept_frames_dir
-from duplex_client.rederive import rederive, replan_sender
-from duplex_client.results import RunProgress, RunResult
-from duplex_client.run import SessionRun, target_url, with_listed_model
-from duplex_client.run_options import RunOptions, default_run_dir
+from duplex_client.replay.rederive import rederive, replan_sender
+from duplex_client.run.options import RunOptions, default_run_dir
+from duplex_client.run.result import RunProgress, RunResult
+from duplex_client.run.stream import SessionRun, target_url, with_listed_model
 from duplex_client.usage import UsageError
 
 #: Facts of the recorded stream the new timeline repeats.

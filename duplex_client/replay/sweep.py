@@ -3,7 +3,7 @@
 `await sweep_bundle("runs/a", url, "pause_ms", [0, 200, 400])` replays the bundle once per
 value into `output_dir/pause_ms=<value>/` (normal run bundles, each with a `condition.json`
 saying what the condition did), then writes `sweep.json` and `sweep.md`: the turn metrics by
-value. Conditions: `pause_ms` and `noise_db` change the input (duplex_client.sweep_conditions);
+value. Conditions: `pause_ms` and `noise_db` change the input (duplex_client.replay.conditions);
 `jitter_ms` and `drop_at_ms` (here) wrap the client the recorded input is sent through.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duplex_client.bundle import write_json_atomic
+from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.client.resume import ReconnectListener
 from duplex_client.client.session import EventListener
 from duplex_client.client.streaming import StreamTarget
@@ -26,15 +26,15 @@ from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.recorded import RecordedInput
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.replay import RecordedRun, replay_bundle
-from duplex_client.results import RunProgress, RunResult
-from duplex_client.sweep_conditions import (
+from duplex_client.replay.bundle_replay import RecordedRun, replay_bundle
+from duplex_client.replay.conditions import (
     NoiseCondition,
     PauseCondition,
     Recording,
     check_values,
     value_label,
 )
+from duplex_client.run.result import RunProgress, RunResult
 from duplex_client.usage import UsageError
 
 #: The row fields, in table order (`value` first).

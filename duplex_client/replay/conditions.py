@@ -3,7 +3,7 @@
 Also the sweep spec (`NAME=V1,V2,...`) and its checks. Both input conditions are pure and
 deterministic: the same recording, value and seed give the same bytes, hence the same
 `sent_sha256`. The transport conditions (`jitter_ms`, `drop_at_ms`) are in
-`duplex_client.sweep`. Every condition keeps a `log` of what it did (written next to its
+`duplex_client.replay.sweep`. Every condition keeps a `log` of what it did (written next to its
 replay as `condition.json`) and `notes`, warnings for the run.
 """
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from duplex_client.client.streaming import StreamTarget
     from duplex_client.client.websocket import DuplexClient
     from duplex_client.framing.clock import MediaClock
-    from duplex_client.replay import RecordedRun
+    from duplex_client.replay.bundle_replay import RecordedRun
 
 #: The conditions `--sweep NAME=...` knows, in the order the error message lists them.
 CONDITIONS: Final = ("pause_ms", "jitter_ms", "drop_at_ms", "noise_db")

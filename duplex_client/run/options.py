@@ -242,13 +242,13 @@ class RunOptions:
 
     def declared_tools(self) -> tuple[tuple[dict[str, Any], ...], Any]:
         """The `tools` and `tool_choice` to declare (`UsageError` for a bad tools file)."""
-        from duplex_client.run_tools import load_tools
+        from duplex_client.run.tools import load_tools
 
         return ((), None) if self.tools is None else load_tools(self.tools)
 
     def fixed_tool_results(self) -> dict[str, str]:
         """The output per function from `tool_results` (`UsageError` names a bad one)."""
-        from duplex_client.run_tools import parse_tool_results
+        from duplex_client.run.tools import parse_tool_results
 
         if self.tool_results is None:
             return {}

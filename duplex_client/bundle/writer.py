@@ -21,6 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE, SENT_FILE
+from duplex_client.bundle.payloads import INPUT_PCM_FILE, SENT_FRAMES_DIR
+from duplex_client.bundle.thumbnails import remove_thumbnails
+from duplex_client.bundle.wavfile import GrowingWav
 from duplex_client.client.config import redact
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
@@ -28,12 +32,8 @@ from duplex_client.client.tools import describe
 from duplex_client.client.transport import redact_url
 from duplex_client.files import write_text_atomic
 from duplex_client.framing.clock import MediaClock
-from duplex_client.listening_report import CONVERSATION_FILE, HEARD_FILE, SENT_FILE
-from duplex_client.payloads import INPUT_PCM_FILE, SENT_FRAMES_DIR
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
-from duplex_client.thumbnails import remove_thumbnails
-from duplex_client.wavfile import GrowingWav
 
 #: Event fields holding base64 media; replaced by a size note in `events.jsonl`.
 _PAYLOAD_FIELDS = ("delta", "audio")

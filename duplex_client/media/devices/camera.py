@@ -17,8 +17,8 @@ from typing import Any
 
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import EncodedImage, FrameGroup
-from duplex_client.live.devices import DeviceError, default_video_capture
-from duplex_client.live.sources import CapturedFrame, FrameCapture
+from duplex_client.media.devices.capture import CapturedFrame, FrameCapture
+from duplex_client.media.devices.lookup import DeviceError, default_video_capture
 
 #: Consecutive failed reads after which a device counts as gone.
 MAX_FAILED_READS = 50

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
-from duplex_client.live.controls import PttMode, parse_schedule
-from duplex_client.live.session import TURN_MODES, TurnMode
-from duplex_client.live.usage import COMMIT_TURNS, LiveUsageError, no_commits_message
+from duplex_client.run.controls import PttMode, parse_schedule
+from duplex_client.run.sources.devices import TURN_MODES, TurnMode
+from duplex_client.run.turns import COMMIT_TURNS, LiveUsageError, no_commits_message
 
 PRESETS = ("auto", "minicpmo", "joyai", "aura", "personaplex", "nemotron", "none")
 #: Presets whose sessions take no commits (model-owned turns, or one continuous stream).

@@ -17,31 +17,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duplex_client.bundle import RunBundle
+from duplex_client.bundle.writer import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.streaming import reconnect_recorder
 from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.live.camera import Camera
-from duplex_client.live.controls import LiveControls, PushToTalk, parse_schedule
-from duplex_client.live.devices import (
+from duplex_client.media.devices.camera import Camera
+from duplex_client.media.devices.capture import AudioCapture
+from duplex_client.media.devices.filemic import FileMicrophone
+from duplex_client.media.devices.lookup import (
     DeviceError,
     camera_source,
     load_sounddevice,
     resolve_audio_device,
 )
-from duplex_client.live.filemic import FileMicrophone
-from duplex_client.live.mic import Microphone
-from duplex_client.live.options import LiveOptions, LiveUsageError
-from duplex_client.live.player import Player
-from duplex_client.live.progress import LiveProgress
-from duplex_client.live.session import LiveSession
-from duplex_client.live.sources import AudioCapture
+from duplex_client.media.devices.mic import Microphone
+from duplex_client.media.devices.player import Player
 from duplex_client.presets import PROFILE_PRESETS, preset_model
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.results import (
+from duplex_client.run.controls import LiveControls, PushToTalk, parse_schedule
+from duplex_client.run.listening import RunListening
+from duplex_client.run.live_options import LiveOptions, LiveUsageError
+from duplex_client.run.progress import LiveProgress
+from duplex_client.run.result import (
     EXIT_FAILED,
     EXIT_HANGUP,
     EXIT_INTERRUPTED,
@@ -52,7 +52,7 @@ from duplex_client.results import (
     record_listening,
     record_session,
 )
-from duplex_client.run_listening import RunListening
+from duplex_client.run.sources.devices import LiveSession
 
 #: Request-local errors that live races can cause without harm; listed, not failures.
 BENIGN_ERRORS = frozenset({"playback_ack_too_late", "response_not_active"})
@@ -218,7 +218,7 @@ async def run_live(
 
 
 def _default_dir() -> Path:
-    from duplex_client.run import default_run_dir
+    from duplex_client.run.stream import default_run_dir
 
     return default_run_dir()
 

@@ -18,17 +18,17 @@ from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat, Retargetabl
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
 from duplex_client.framing.redact import audio_source_facts, video_facts
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.live.camera import CameraFeed
-from duplex_client.live.controls import Action, LiveControls
-from duplex_client.live.devices import DeviceError
-from duplex_client.live.playback import PlaybackSync
-from duplex_client.live.player import Player
-from duplex_client.live.progress import LiveProgress
-from duplex_client.live.sources import AudioBlock, AudioCapture, FrameCapture
-from duplex_client.live.usage import COMMIT_TURNS, LiveUsageError, no_commits_message
+from duplex_client.media.devices.camera import CameraFeed
+from duplex_client.media.devices.capture import AudioBlock, AudioCapture, FrameCapture
+from duplex_client.media.devices.lookup import DeviceError
+from duplex_client.media.devices.player import Player
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.run.controls import Action, LiveControls
+from duplex_client.run.playback import PlaybackSync
+from duplex_client.run.progress import LiveProgress
+from duplex_client.run.turns import COMMIT_TURNS, LiveUsageError, no_commits_message
 
 TurnMode = Literal["model", "vad", "ptt"]
 TURN_MODES: tuple[TurnMode, ...] = ("model", "vad", "ptt")

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
-from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
+from duplex_client.media.devices.capture import SILENCE_DBFS, AudioBlock, level_dbfs
 
 #: What a file microphone does once the file is over.
 AfterEnd = Literal["silence", "end"]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from duplex_client.live.devices import (
+from duplex_client.media.devices.lookup import (
     DeviceError,
     close_stream,
     load_sounddevice,

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
-from duplex_client.live.devices import (
+from duplex_client.media.devices.capture import SILENCE_DBFS, AudioBlock, level_dbfs
+from duplex_client.media.devices.lookup import (
     DeviceError,
     close_stream,
     load_sounddevice,
     resolve_audio_device,
 )
-from duplex_client.live.sources import SILENCE_DBFS, AudioBlock, level_dbfs
 
 if TYPE_CHECKING:
     import numpy as np

@@ -18,18 +18,19 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.heard import segments_from_blocks
 from duplex_client.analysis.listener import HeardSegment, HeardSpan
 from duplex_client.analysis.turns import ResponseFacts
+from duplex_client.analysis.virtual_player import VirtualPlayer
 from duplex_client.analysis.vllm_metrics import (
     ResponseTiming,
     engine_token_metrics,
     server_request_metrics,
 )
+from duplex_client.bundle.layout import SENT_FILE
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.listening_report import SENT_FILE, ListeningReport, SentAudio
-from duplex_client.live.playback import TICK_S, PlaybackSync
-from duplex_client.live.virtual_player import VirtualPlayer
+from duplex_client.run.listening_report import ListeningReport, SentAudio
+from duplex_client.run.playback import TICK_S, PlaybackSync
 
 
 def unit_send_times(timeline: InputTimeline) -> dict[int, float]:

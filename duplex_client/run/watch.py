@@ -16,8 +16,8 @@ from typing import Any
 
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.framing.timeline import InputTimeline
-from duplex_client.results import RunProgress, session_handles
-from duplex_client.run_options import RunFailed
+from duplex_client.run.options import RunFailed
+from duplex_client.run.result import RunProgress, session_handles
 
 
 class SessionActivity:

@@ -27,16 +27,13 @@ from duplex_client.analysis.turns import (
     build_turns,
 )
 from duplex_client.analysis.vllm_metrics import ResponseTiming, duplex_session_metrics
+from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-HEARD_FILE = "heard.wav"
-CONVERSATION_FILE = "conversation.wav"
-SENT_FILE = ".sent_input.pcm"
 
 
 class SentAudio:
@@ -99,8 +96,8 @@ class ListeningReport:
         annotations: Sequence[SpeechSegment] | None,
     ) -> ListeningReport:
         """Write `heard.wav` and `conversation.wav`, then measure the turns."""
+        from duplex_client.bundle.wavfile import write_wav
         from duplex_client.media.resample import resample
-        from duplex_client.wavfile import write_wav
 
         report = cls()
         media_samples = media_end_ms * sample_rate_hz // 1000

@@ -1,0 +1,1 @@
+"""Where a run's input comes from: files, a recorded run, or live devices."""
