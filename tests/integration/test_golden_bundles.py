@@ -1,0 +1,33 @@
+"""The run layer's move changed no record: stream, replay and live bundles against golden ones.
+
+The golden digests (`tests/data/golden/`) were recorded by the code before the move (c1c145a)
+with `python -m tests.support.golden`; the same scenarios run now must give the same files
+with the same deterministic content (times and ids aside: `tests.support.golden`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.helpers import CLI, ENV
+from tests.support.golden import SCENARIOS, run_scenarios
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
+
+
+@pytest.fixture(scope="module")
+def digests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_scenarios(tmp_path_factory.mktemp("golden"), CLI, ENV)
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_bundle_matches_the_golden_one_file_by_file(digests: dict[str, Any], scenario: str) -> None:
+    golden = json.loads((GOLDEN / f"{scenario}.json").read_text())
+    now = digests[scenario]
+    assert sorted(now) == sorted(golden), "the bundle's files differ"
+    for name in golden:
+        assert now[name] == golden[name], f"{scenario}: {name} differs"
