@@ -61,7 +61,7 @@ MOVED_MODULES = {
     "duplex_client.live.progress": "duplex_client.run.progress",
     "duplex_client.live.usage": "duplex_client.run.turns",
     "duplex_client.live.session": "duplex_client.run.sources.devices",
-    "duplex_client.live.options": "duplex_client.run.live_options",
+    "duplex_client.live.options": "duplex_client.run.live",
     "duplex_client.live.run": "duplex_client.run.live",
 }
 

@@ -111,3 +111,45 @@ PRESET_MODELS: dict[str, str | None] = {
 def preset_model(preset: str) -> str | None:
     """The model a preset names (None: none, the server's own)."""
     return PRESET_MODELS.get(preset)
+
+
+def preset_config(
+    preset: str,
+    *,
+    turn: str | None = None,
+    manual_commit: bool = False,
+    ref_audio: str | None = None,
+    **overrides: Any,
+) -> SessionConfig:
+    """TEMPORARY until the families table lands: the old two conversions, side by side."""
+    if turn is None:  # a file run: the preset's own turns
+        extra = dict(overrides.pop("extra_body", {}) or {})
+        if manual_commit:
+            extra["auto_response"] = False
+        if extra:
+            overrides["extra_body"] = extra
+        if preset == "minicpmo":
+            return minicpmo_4_5(ref_audio=ref_audio, **overrides)
+        if preset == "joyai":
+            return joyai(manual=manual_commit, **overrides)
+        base = PLAIN[preset]() if preset in PLAIN else SessionConfig()
+        if ref_audio is not None:
+            overrides["ref_audio"] = ref_audio
+        return base.with_overrides(**overrides)
+    if preset == "minicpmo":
+        config = minicpmo_4_5(ref_audio=ref_audio, **overrides)
+    elif preset == "joyai":
+        config = joyai(manual=turn != "vad", **overrides)
+    else:
+        plain = PLAIN.get(preset)
+        config = plain() if plain is not None else SessionConfig()
+        if ref_audio is not None:
+            overrides["ref_audio"] = ref_audio
+        config = config.with_overrides(**overrides)
+    if turn == "vad" and not config.turn_detection:
+        config = config.with_overrides(
+            turn_detection=dict(SERVER_VAD), overlap_policy="barge_in_on_speech"
+        )
+    elif turn != "vad" and config.turn_detection:
+        config = config.with_overrides(turn_detection=None)
+    return config

@@ -17,7 +17,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from duplex_client.run.result import RunProgress, RunResult
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
 
 
 def _ms(value: float | None) -> str:

@@ -39,15 +39,15 @@ from duplex_cli.options import (
     VerboseOpt,
     choices,
 )
-from duplex_cli.protocol_log import LoggedLiveProgress, log_result
+from duplex_cli.protocol_log import LoggedRunProgress, log_result
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.media.devices.keys import KeyInput, NoKeys, TerminalKeys
-from duplex_client.run.controls import LiveControls, PushToTalk
-from duplex_client.run.controls import PttMode as PttKeyMode
+from duplex_client.run.controls import LiveControls
 from duplex_client.run.live import run_live
-from duplex_client.run.live_options import LiveOptions, LiveUsageError
-from duplex_client.run.progress import LiveProgress
+from duplex_client.run.options import RunOptions
+from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
+from duplex_client.run.sources.devices import controls_for
 
 Opt = typer.Option
 
@@ -183,7 +183,7 @@ def live_command(
     """Talk live: microphone and camera in, answers to the speaker, run bundle written."""
     setup_logging(verbose=verbose, quiet=quiet)
     err = stderr_console()
-    options = LiveOptions(
+    options = RunOptions(
         model=model,
         preset=preset.value,
         turn=turn.value,
@@ -216,13 +216,11 @@ def live_command(
     )
     show = sys.stdout.isatty() and not json_output and not quiet
     keys: KeyInput = TerminalKeys() if sys.stdin.isatty() else NoKeys()
-    progress = LoggedLiveProgress()
+    progress = LoggedRunProgress(figures=False)  # the device source keeps live's own
     progress.url = url
     try:
-        options.validate()
-        controls = LiveControls(
-            muted=muted, camera_on=not camera_off, ptt=PushToTalk(_ptt_mode(ptt_mode.value))
-        )
+        options.validate(inputs="devices")
+        controls = controls_for(options)
         result = asyncio.run(_main(url, options, progress, controls, keys, show))
     except Exception as exc:  # classified: usage (2), stopped (143/129), a bug (1)
         raise fail(exc, verbose=verbose, err=err) from None
@@ -235,16 +233,10 @@ def live_command(
     raise typer.Exit(result.exit_code)
 
 
-def _ptt_mode(value: str) -> PttKeyMode:
-    if value not in ("toggle", "hold"):
-        raise LiveUsageError("--ptt-mode must be toggle or hold")
-    return value  # type: ignore[return-value]
-
-
 async def _main(
     url: str | None,
-    options: LiveOptions,
-    progress: LiveProgress,
+    options: RunOptions,
+    progress: RunProgress,
     controls: LiveControls,
     keys: KeyInput,
     show: bool,
@@ -282,7 +274,7 @@ async def _main(
 
 def _report(
     result: RunResult,
-    progress: LiveProgress,
+    progress: RunProgress,
     *,
     json_output: bool,
     quiet: bool,

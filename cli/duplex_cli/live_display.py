@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from duplex_cli.display import heard_latency
-from duplex_client.run.progress import LiveProgress
+from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 
 _METER_WIDTH = 24
@@ -29,7 +29,7 @@ def meter(dbfs: float, width: int = _METER_WIDTH) -> Text:
     return bar
 
 
-def _turn(p: LiveProgress) -> Text:
+def _turn(p: RunProgress) -> Text:
     if p.turn == "ptt":
         state = Text(" ● TALKING ", style="bold white on red") if p.talking else Text("○ idle")
         return Text.assemble(f"push-to-talk ({p.ptt_mode})  ", state)
@@ -37,7 +37,7 @@ def _turn(p: LiveProgress) -> Text:
     return Text(label)
 
 
-def render_live(p: LiveProgress) -> RenderableType:
+def render_live(p: RunProgress) -> RenderableType:
     """The live panel."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
@@ -73,7 +73,7 @@ def render_live(p: LiveProgress) -> RenderableType:
         "sent",
         f"media {p.media_ms / 1000:6.1f} s  appends {p.appends}  {units}  commits {p.commits}",
     )
-    transcript = Text("\n".join(p.transcript[-4:]) or "-", overflow="fold")
+    transcript = Text("\n".join(p.transcript_lines[-4:]) or "-", overflow="fold")
     body: list[RenderableType] = [grid, Text("transcript", style="bold"), transcript]
     body += [Text(f"⚠ {w}", style="yellow") for w in p.warnings]
     body.append(Text(KEY_HELP["ptt" if p.turn == "ptt" else "other"], style="dim"))

@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 from duplex_client.client.transport import redact_url
-from duplex_client.run.progress import LiveProgress
-from duplex_client.run.result import RunProgress, RunResult
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
 
 log = logging.getLogger("duplex_cli.protocol")
 
@@ -52,11 +52,7 @@ class _Logged:
 
 
 class LoggedRunProgress(_Logged, RunProgress):
-    """A `RunProgress` that logs protocol activity at INFO (`stream -v`)."""
-
-
-class LoggedLiveProgress(_Logged, LiveProgress):
-    """A `LiveProgress` that logs protocol activity at INFO (`live -v`)."""
+    """A `RunProgress` that logs protocol activity at INFO (`stream -v`, `live -v`)."""
 
 
 def log_result(result: RunResult) -> None:

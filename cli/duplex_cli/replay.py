@@ -28,7 +28,8 @@ from duplex_cli.options import (
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.replay.bundle_replay import replay_bundle, same_input
 from duplex_client.report.diff import decision_changes
-from duplex_client.run.result import RunProgress, RunResult
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
 
 
 def replay_command(

@@ -29,15 +29,13 @@ from duplex_client.eval.runner import EvalProgress
 from duplex_client.media.devices.lookup import DeviceError
 from duplex_client.media.errors import MediaError
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.run.live_options import LiveUsageError
 from duplex_client.run.options import UsageError
-from duplex_client.run.progress import LiveProgress
-from duplex_client.run.result import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, RunProgress
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 
 #: Exceptions that mean "bad options or input": one line, exit 2, nothing sent.
 USAGE_ERRORS: tuple[type[BaseException], ...] = (
     UsageError,
-    LiveUsageError,
     MediaError,
     DeviceError,
     DuplexClientError,
@@ -124,7 +122,7 @@ class StopSignals:
     `terminated` / `hangup` instead of `interrupted`.
     """
 
-    def __init__(self, progress: RunProgress | LiveProgress | EvalProgress) -> None:
+    def __init__(self, progress: RunProgress | EvalProgress) -> None:
         self.progress = progress
         self.received: Stopped | None = None
         self._task = asyncio.current_task()
@@ -153,9 +151,7 @@ class StopSignals:
             self._task.cancel()
 
 
-async def until_stopped(
-    progress: RunProgress | LiveProgress | EvalProgress, work: Awaitable[T]
-) -> T:
+async def until_stopped(progress: RunProgress | EvalProgress, work: Awaitable[T]) -> T:
     """`work` under `StopSignals`: a SIGTERM/SIGHUP that cancelled it is raised as `Stopped`."""
     with StopSignals(progress) as stops:
         try:

@@ -13,8 +13,10 @@ from duplex_cli.options import JsonOpt, QuietOpt, UrlOpt, VerboseOpt
 from duplex_cli.protocol_log import LoggedRunProgress, log_result
 from duplex_cli.run_flags import takes_run_flags
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
-from duplex_client.run.result import RunProgress, RunResult
-from duplex_client.run.stream import RunOptions, run_stream
+from duplex_client.run.options import RunOptions
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
+from duplex_client.run.stream import run_stream
 
 
 @takes_run_flags()

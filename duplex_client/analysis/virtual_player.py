@@ -1,4 +1,4 @@
-"""A speaker nobody hears: the listener model behind the interface `PlaybackSync` drives.
+"""A speaker nobody hears: the listener model behind the interface the playback sync drives.
 
 `duplex-cli stream` plays answers into this instead of a device, so its playback acks carry
 what the virtual listener has heard by now, and `heard.wav` is made from the same schedule.
@@ -6,7 +6,10 @@ what the virtual listener has heard by now, and `heard.wav` is made from the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from duplex_client.analysis.listener import HeardSegment, HeardSpan, ListenerModel
+from duplex_client.analysis.playback import Heard, MediaTimeOf
 from duplex_client.framing.clock import MediaClock
 
 _BPS = 2
@@ -60,6 +63,22 @@ class VirtualPlayer:
     def playing(self) -> bool:
         """Whether any answer audio is still queued or playing now."""
         return bool(self.active_ids())
+
+    def start(self) -> None:
+        """Nothing to open: the listener model is ready."""
+
+    def close(self) -> None:
+        """Nothing to close; what was heard stays readable."""
+
+    def heard_start_ms(self, response_id: str, media_ms_at: MediaTimeOf) -> float | None:
+        """Where the response starts in `heard.wav` (None: not heard yet)."""
+        span = self.model.span(response_id)
+        return None if span is None else span.heard_start_ms
+
+    def heard(self, media_ms_at: MediaTimeOf, cut_by: Mapping[str, str]) -> Heard:
+        """The listener model's schedule: what was heard, where, and each response's span."""
+        audio = {rid: bytes(pcm) for rid, pcm in self.audio.items()}
+        return Heard(self.segments(), audio, self.spans())
 
     def segments(self) -> list[HeardSegment]:
         """What was heard, in play order."""

@@ -30,7 +30,6 @@ from duplex_client.eval.runner import (
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
-from duplex_client.presets import PROFILE_PRESETS
 from duplex_client.run.options import RunOptions
 from duplex_client.run.result import EXIT_FAILED, EXIT_OK
 from duplex_client.usage import UsageError
@@ -222,7 +221,7 @@ def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOpti
         if unknown:
             raise UsageError(f"{unknown[0]} is not an option of run_eval", keywords=())
         options = RunOptions(**run_options)
-    options.validate(media=False)  # each item brings its media
+    options.validate(inputs="given")  # each item brings its media
     return options
 
 
@@ -266,16 +265,15 @@ async def _endpoints(
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
     from duplex_client.run.embedded import embedded_server
-    from duplex_client.run.stream import with_listed_model
+    from duplex_client.run.session_run import embedded_profile, with_listed_model
 
     async with contextlib.AsyncExitStack() as stack:
         if urls:
             pairs = [(u, redact_url(u)) for u in urls]
         else:
-            profile = options.preset if options.preset in PROFILE_PRESETS else "minicpmo"
             url = await stack.enter_async_context(
                 embedded_server(
-                    profile=profile,
+                    profile=embedded_profile(options),
                     require_audio=options.require_audio,
                     engine=engine,
                     max_sessions=settings.concurrency,

@@ -17,7 +17,8 @@ from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.items import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.options import RunOptions
-from duplex_client.run.result import EXIT_FAILED, EXIT_USAGE, RunProgress, RunResult
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import EXIT_FAILED, EXIT_USAGE, RunResult
 
 #: `result.json` statuses that end an item: anything else (interrupted, none) runs again.
 FINAL_STATUSES = frozenset({"ok", "failed"})

@@ -28,9 +28,9 @@ _NAMES = {
     "PlaybackSync": "duplex_client.run.playback",
     "LiveProgress": "duplex_client.run.progress",
     "LiveSession": "duplex_client.run.sources.devices",
-    "LiveOptions": "duplex_client.run.live_options",
-    "LiveUsageError": "duplex_client.run.live_options",
-    "LiveDevices": "duplex_client.run.live",
+    "LiveOptions": "duplex_client.run.live",
+    "LiveUsageError": "duplex_client.run.turns",
+    "LiveDevices": "duplex_client.run.sources.devices",
     "run_live": "duplex_client.run.live",
 }
 

@@ -11,26 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from duplex_client.bundle.payloads import INPUT_PCM_FILE, KeptPayloads, kept_frames_dir
-from duplex_client.bundle.writer import RunBundle
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.replaying import send_recorded
 from duplex_client.client.streaming import StreamResult, StreamTarget
-from duplex_client.client.transport import check_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
-from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
-from duplex_client.framing.timeline import TIMELINE_FILENAME, InputTimeline
+from duplex_client.framing.timeline import TIMELINE_FILENAME
 from duplex_client.replay.rederive import rederive, replan_sender
-from duplex_client.run.options import RunOptions, default_run_dir
-from duplex_client.run.result import RunProgress, RunResult
-from duplex_client.run.stream import SessionRun, target_url, with_listed_model
+from duplex_client.run.options import RunOptions
+from duplex_client.run.prepare import ref_audio_url
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
+from duplex_client.run.session_run import run_session
+from duplex_client.run.sources import SourceLink
+from duplex_client.run.sources.recorded import ReplaySource, Sender
 from duplex_client.usage import UsageError
 
 #: Facts of the recorded stream the new timeline repeats.
@@ -100,8 +100,7 @@ class RecordedRun:
             **{k: sent[k] for k in _OPTIONAL if sent.get(k) is not None},
         )
         if ref_audio is not None:
-            options = RunOptions(ref_audio=ref_audio)
-            config = config.with_overrides(ref_audio=options.ref_audio_url())
+            config = config.with_overrides(ref_audio=ref_audio_url(RunOptions(ref_audio=ref_audio)))
         return config
 
     @property
@@ -157,51 +156,38 @@ async def replay_bundle(
     options = RunOptions(
         model=model if model is not None else recorded.session.get("model"),
         preset="none",
+        config=recorded.session_config(ref_audio),
         api_key=api_key,
         timeout_s=timeout_s,
         keep_payloads=True,
         thumbnails=thumbnails,
-        output_dir=Path(output_dir) if output_dir is not None else default_run_dir(),
+        output_dir=Path(output_dir) if output_dir is not None else None,
     )
-    options.validate(media=False)
-    if url:
-        check_url(url)
-        options = await with_listed_model(url, options, progress.warn)
-    config = recorded.session_config(ref_audio)
-    assert options.output_dir is not None
-    try:
-        bundle = RunBundle(options.output_dir)
-    except OSError as exc:
-        message = f"{options.output_dir}: cannot write the output directory ({exc})"
-        raise UsageError(message, param="output_dir", keywords=()) from None
-    progress.media_total_ms = (
-        recorded.input.appends[-1].media_end_ms if recorded.input.appends else 0
-    )
-    async with target_url(url, options) as target:
-        sender = _sender(recorded, condition)
-        if replan:
-            sender = replan_sender(recorded.timeline, recorded.input, progress.warn, sender)
-        run = SessionRun(target, options, config, None, bundle, progress, sender=sender)
-        result = await run.run()
-    return result
+    sender = _sender(recorded, condition)
+    if replan:
+        sender = replan_sender(recorded.timeline, recorded.input, progress.warn, sender)
+    appends = recorded.input.appends
+    source = ReplaySource(sender, appends[-1].media_end_ms if appends else 0)
+    return await run_session(url, options, source, progress=progress)
 
 
-def _sender(recorded: RecordedRun, condition: ReplayCondition | None) -> Callable[..., Any]:
+def _sender(recorded: RecordedRun, condition: ReplayCondition | None) -> Sender:
     facts = {k: recorded.timeline.get(k) for k in DESCRIBED}
 
-    async def send(
-        client: DuplexClient,
-        clock: MediaClock,
-        timeline: InputTimeline,
-        on_sent: Callable[[PlannedAppend], None],
-    ) -> StreamResult:
+    async def send(link: SourceLink) -> StreamResult:
+        client, clock = link.client, link.clock
         mismatch = recorded.input.grid_mismatch(client.capabilities)
         if mismatch is not None:
             raise UsageError(f"{mismatch}: not replayed (nothing was sent)", keywords=())
         sent = recorded.input if condition is None else condition.input(recorded.input)
         target: StreamTarget = client if condition is None else condition.target(client, clock)
         return await send_recorded(
-            target, sent, clock=clock, timeline=timeline, describe=facts, on_sent=on_sent
+            target,
+            sent,
+            clock=clock,
+            timeline=link.timeline,
+            describe=facts,
+            on_sent=link.on_sent,
         )
 
     return send

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from duplex_client.client.streaming import StreamResult, stream
-from duplex_client.client.websocket import DuplexClient
-from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.framer import Framer, FramingError
 from duplex_client.framing.plan import FramerConfig, PlannedAppend, StreamPosition
 from duplex_client.framing.recorded import (
@@ -28,9 +26,11 @@ from duplex_client.framing.recorded import (
     RecordedInputError,
 )
 from duplex_client.framing.sources import AudioVisualSource, FrameGroup, MediaInput
-from duplex_client.framing.timeline import InputTimeline
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
-from duplex_client.run.options import RunOptions, open_source
+from duplex_client.run.options import RunOptions
+from duplex_client.run.sources import SourceLink
+from duplex_client.run.sources.files import open_source
+from duplex_client.run.sources.recorded import Sender
 from duplex_client.usage import UsageError
 
 __all__ = [
@@ -45,12 +45,6 @@ __all__ = [
 #: Audio kinds that name a file the recording was decoded from.
 FILE_AUDIO_KINDS = ("video_soundtrack", "wav", "audio_file")
 _HOW = "record it with --keep-payloads to replay it"
-
-#: A run's sender (as `duplex_client.run.Sender`): (client, clock, timeline, on_sent).
-Sender = Callable[
-    [DuplexClient, MediaClock, InputTimeline, Callable[[PlannedAppend], None]],
-    Awaitable[StreamResult],
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,31 +278,26 @@ def replan_sender(
     ones; else the recorded PCM is cut again, unit k carrying the recorded unit k's frames.
     """
 
-    async def send(
-        client: DuplexClient,
-        clock: MediaClock,
-        timeline: InputTimeline,
-        on_sent: Callable[[PlannedAppend], None],
-    ) -> StreamResult:
+    async def send(link: SourceLink) -> StreamResult:
         from duplex_client.media.errors import collect_media_warnings
 
-        if recorded.grid_mismatch(client.capabilities) is None:
-            return await same_grid(client, clock, timeline, on_sent)
-        warn(replanned_note(client.capabilities))
+        if recorded.grid_mismatch(link.client.capabilities) is None:
+            return await same_grid(link)
+        warn(replanned_note(link.client.capabilities))
         opened, closer = await asyncio.to_thread(_replan_input, doc, recorded, warn)
         settings = _settings(doc)
         try:
             with collect_media_warnings(lambda w: warn(str(w))):
                 return await stream(
-                    client,
+                    link.client,
                     opened,
                     tail_silence_s=settings[1] / 1000,
                     chunk_ms=settings[0],
                     soundtrack_policy=settings[2],  # type: ignore[arg-type]
-                    timeline=timeline,
-                    clock=clock,
+                    timeline=link.timeline,
+                    clock=link.clock,
                     media_origin_ms=settings[3],
-                    on_sent=on_sent,
+                    on_sent=link.on_sent,
                 )
         finally:
             if closer is not None:

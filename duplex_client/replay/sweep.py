@@ -34,7 +34,8 @@ from duplex_client.replay.conditions import (
     check_values,
     value_label,
 )
-from duplex_client.run.result import RunProgress, RunResult
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
 from duplex_client.usage import UsageError
 
 #: The row fields, in table order (`value` first).

@@ -5,6 +5,7 @@
 session run, listener and bundle.
 """
 
+from duplex_client.run.live import run_live
 from duplex_client.run.options import (
     PRESET_NAMES,
     SOUNDTRACK_POLICIES,
@@ -13,8 +14,8 @@ from duplex_client.run.options import (
     RunOptions,
     UsageError,
     default_run_dir,
-    open_source,
 )
+from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import (
     EXIT_FAILED,
     EXIT_HANGUP,
@@ -22,10 +23,11 @@ from duplex_client.run.result import (
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
-    RunProgress,
     RunResult,
 )
-from duplex_client.run.stream import run_stream, stream_clip, stream_clip_blocking, target_url
+from duplex_client.run.session_run import run_session, target_url
+from duplex_client.run.sources.files import open_source
+from duplex_client.run.stream import run_stream, stream_clip, stream_clip_blocking
 
 __all__ = [
     "EXIT_FAILED",
@@ -44,6 +46,8 @@ __all__ = [
     "UsageError",
     "default_run_dir",
     "open_source",
+    "run_live",
+    "run_session",
     "run_stream",
     "stream_clip",
     "stream_clip_blocking",

@@ -21,6 +21,7 @@ Action = Literal[
 ]
 ACTIONS: tuple[Action, ...] = get_args(Action)
 PttMode = Literal["toggle", "hold"]
+PTT_MODES: tuple[PttMode, ...] = get_args(PttMode)
 #: Terminal keys and what they do (space talks only in push-to-talk mode).
 KEY_BINDINGS: dict[str, Action] = {
     " ": "talk",

@@ -1,10 +1,10 @@
-"""The listening side of one run: playback (virtual or a device), its acks, and the report.
+"""The listening side of one run: where answers play, their playback acks, and the report.
 
-A file stream plays answers into a `VirtualPlayer` (the listener model on the media clock)
-driven by the same `PlaybackSync` as live mode's speaker, so its playback acks report what
-the virtual listener heard, and `heard.wav` is made from that same schedule. Live mode hands
-in the device's rendered blocks instead. Either way `report()` writes `heard.wav` and
-`conversation.wav` and measures the turns, off the event loop.
+A run plays answers into a `HeardOutput`: the listener model's `VirtualPlayer` for a file
+or a replay (its acks report what the virtual listener heard by now), the device `Player`
+for live mode, or nothing (asap pacing, or live without playback: no acks). One
+`PlaybackSync` drives either; at the end `report()` writes `heard.wav` and
+`conversation.wav` from what the output heard and measures the turns, off the event loop.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from duplex_client.analysis.annotations import SpeechSegment
-from duplex_client.analysis.heard import segments_from_blocks
-from duplex_client.analysis.listener import HeardSegment, HeardSpan
+from duplex_client.analysis.playback import Heard, HeardOutput
 from duplex_client.analysis.turns import ResponseFacts
-from duplex_client.analysis.virtual_player import VirtualPlayer
 from duplex_client.analysis.vllm_metrics import (
     ResponseTiming,
     engine_token_metrics,
@@ -43,42 +41,43 @@ def unit_send_times(timeline: InputTimeline) -> dict[int, float]:
 
 
 class RunListening:
-    """Owns the virtual player and its acks for a realtime file stream, and the sent audio."""
+    """Owns where a run's answers play, the sync and acks that drive it, and the sent audio."""
 
     def __init__(
         self,
         client: DuplexClientBase,
         clock: MediaClock,
         out_dir: Path,
+        output: HeardOutput | None,
         *,
         annotations: Sequence[SpeechSegment] | None = None,
-        virtual: bool = True,
     ) -> None:
         self.client = client
         self.clock = clock
         self.out_dir = out_dir
         self.annotations = annotations
         self.rate = client.config.output_sample_rate_hz
-        self.player: VirtualPlayer | None = None
+        self.output = output
         self.sync: PlaybackSync | None = None
-        if virtual:
-            self.player = VirtualPlayer(clock, self.rate)
-            self.sync = PlaybackSync(client, self.player, clock=clock.now)
+        if output is not None:
+            self.sync = PlaybackSync(client, output, clock=clock.now)
         self.sent = SentAudio(out_dir / SENT_FILE)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        """Start playing answers and acking them (realtime file streams)."""
-        if self.sync is not None and self._task is None:
-            self.sync.attach()
-            self._task = asyncio.create_task(self.sync.run(), name="duplex-virtual-acks")
+        """Start the output and the acks (once the session is open)."""
+        if self.output is None or self.sync is None or self._task is not None:
+            return
+        self.output.start()
+        self.sync.attach()
+        self._task = asyncio.create_task(self.sync.run(), name="duplex-playback-acks")
 
     def playing(self) -> bool:
-        """Whether the virtual listener still has answer audio to hear."""
-        return self.player is not None and self.player.playing()
+        """Whether the output still has answer audio to play."""
+        return self.output is not None and self.output.playing()
 
     async def drain(self, timeout_s: float) -> bool:
-        """Wait (at most `timeout_s`) until the listener heard every queued answer."""
+        """Wait (at most `timeout_s`) until every queued answer was heard."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while self.playing() and self.client.is_open and loop.time() < deadline:
@@ -86,7 +85,8 @@ class RunListening:
         return not self.playing()
 
     async def stop(self) -> None:
-        """Stop the ack task; final acks (truncating what was cut) while the session is open."""
+        """Stop the acks (final ones, truncating what was cut, while the session is open),
+        then the output."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -94,13 +94,14 @@ class RunListening:
         if self.sync is not None and self.client.is_open:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.sync.close())
+        if self.output is not None:
+            self.output.close()
 
     def heard_start_ms(self, response_id: str) -> float | None:
         """Where a response starts in `heard.wav` (None: not heard yet or not known)."""
-        if self.player is None:
+        if self.output is None:
             return None
-        span = self.player.model.span(response_id)
-        return None if span is None else span.heard_start_ms
+        return self.output.heard_start_ms(response_id, self.clock.media_ms_at)
 
     # --- the end of the run ---
 
@@ -152,20 +153,12 @@ class RunListening:
             )
         return out
 
-    def heard(
-        self, device_blocks: Sequence[tuple[float, str, bytes]] | None, cut_by: dict[str, str]
-    ) -> tuple[list[HeardSegment], dict[str, bytes], list[HeardSpan]]:
-        """Heard segments, the audio they index and per-response spans."""
-        if self.player is not None:
-            audio = {rid: bytes(pcm) for rid, pcm in self.player.audio.items()}
-            return self.player.segments(), audio, self.player.spans()
-        blocks = []
-        for t, rid, pcm in device_blocks or ():
-            media = self.clock.media_ms_at(t)
-            if media is not None:
-                blocks.append((media, rid, pcm))
-        segments, audio = segments_from_blocks(blocks, self.rate)
-        return segments, audio, device_spans(segments, audio, self.rate, cut_by)
+    def heard(self) -> Heard:
+        """Heard segments, the audio they index and per-response spans (none: nothing played)."""
+        if self.output is None:
+            return Heard([], {}, [])
+        cut_by = dict(self.sync.cut_by) if self.sync is not None else {}
+        return self.output.heard(self.clock.media_ms_at, cut_by)
 
     async def report(
         self,
@@ -173,18 +166,10 @@ class RunListening:
         timeline: InputTimeline,
         media_end_ms: int,
         *,
-        device_blocks: Sequence[tuple[float, str, bytes]] | None = None,
-        cut_by: dict[str, str] | None = None,
         warn: Callable[[str], None] | None = None,
     ) -> ListeningReport:
-        """Write the heard files and measure the turns (heavy parts in a worker thread).
-
-        `device_blocks` and `cut_by` describe a device's playback (live mode); without them
-        the virtual player's schedule is used.
-        """
-        if cut_by is None:
-            cut_by = dict(self.sync.cut_by) if self.sync is not None else {}
-        segments, audio, spans = self.heard(device_blocks, cut_by)
+        """Write the heard files and measure the turns (heavy parts in a worker thread)."""
+        segments, audio, spans = self.heard()
         unit_sent = unit_send_times(timeline)
         try:
             sent = await asyncio.to_thread(self.sent.read)
@@ -208,29 +193,3 @@ class RunListening:
             if warn is not None:
                 warn(line)
         return report
-
-
-def device_spans(
-    segments: Sequence[HeardSegment],
-    audio: dict[str, bytes],
-    rate: int,
-    cut_by: dict[str, str],
-) -> list[HeardSpan]:
-    """Per-response spans of what a device played (its first block = first heard sample)."""
-    spans = []
-    for rid, pcm in audio.items():
-        own = [s for s in segments if s.response_id == rid]
-        ms = 1000 / rate
-        spans.append(
-            HeardSpan(
-                response_id=rid,
-                first_audio_ms=None,
-                heard_start_ms=round(own[0].start * ms, 3) if own else None,
-                heard_end_ms=round(own[-1].end * ms, 3) if own else None,
-                heard_ms=round(len(pcm) // 2 * ms, 3),
-                received_ms=round(len(pcm) // 2 * ms, 3),
-                cut=cut_by.get(rid),
-                cut_ms=None,
-            )
-        )
-    return spans

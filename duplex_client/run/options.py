@@ -1,8 +1,10 @@
-"""Options of a file run (`duplex-cli stream`, `stream_clip`): validation, presets, media.
+"""The options of one run, whichever way in (`stream`, `live`, `eval`, `replay`): one object.
 
-Exit codes: 0 ok, 1 the session failed, 2 bad options or input (nothing sent), 130
-interrupted (143 terminated, 129 hangup). Errors name the keyword arguments
-(`chunk_ms must be positive, got 0`); `UsageError.render` gives the CLI's flags instead.
+`RunOptions` holds what the user said, and `validate()` checks it in one place without
+opening any file (files are loaded afterwards, by `run.prepare`). Messages name the
+keyword arguments (`chunk_ms must be positive, got 0`); `UsageError.render` gives the CLI's
+flags instead. Exit codes: 0 ok, 1 the session failed, 2 bad options or input (nothing
+sent), 130 interrupted (143 terminated, 129 hangup).
 """
 
 from __future__ import annotations
@@ -12,38 +14,40 @@ import numbers
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from duplex_client.analysis.annotations import (
-    AnnotationError,
-    SpeechSegment,
-    check_range,
-    load_annotations,
-    parse_annotations,
-)
-from duplex_client.client.config import SessionConfig, ref_audio_data_url
+from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.client.resume import ReconnectPolicy
-from duplex_client.framing.sources import AudioVisualSource, MediaInput
+from duplex_client.families import LIVE_PRESET_CHOICES, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
 from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
+from duplex_client.run.turns import COMMIT_TURNS, TURN_MODES, TurnMode, no_commits_error
 from duplex_client.usage import UsageError
 
+if TYPE_CHECKING:
+    from duplex_client.client.config import SessionConfig
+
 __all__ = [
+    "DEVICE_FIELDS",
+    "FILE_FIELDS",
     "MAX_CHUNK_MS",
     "MAX_SECONDS",
     "PRESET_NAMES",
     "SOUNDTRACK_POLICIES",
     "WINDOW_MODES",
+    "InputKind",
     "RunFailed",
     "RunOptions",
     "UsageError",
+    "check_number",
     "default_run_dir",
-    "open_source",
 ]
 
-PRESET_NAMES = ("minicpmo", "joyai", "aura", "personaplex", "nemotron", "none")
+#: The presets a run takes (`auto`: minicpmo for the model's turns, joyai for vad/ptt).
+PRESET_NAMES = LIVE_PRESET_CHOICES
 SOUNDTRACK_POLICIES = ("trim", "pad", "full")
 WINDOW_MODES = ("off", "basic", "context")
 #: The longest append by default; a grid with shorter units cuts it to one unit, unnoted.
@@ -53,31 +57,37 @@ DEFAULT_CHUNK_MS = 200
 MAX_CHUNK_MS = max(DEFAULT_FIRST_UNIT_MS, DEFAULT_CHUNK_PERIOD_MS)
 #: The bound of every duration option (tail silence, timeouts, settle time), in seconds.
 MAX_SECONDS = 3600.0
-#: Bounds of the other numeric options: (low, high), both included.
+#: Where a run's input comes from: files named by the options, live devices, or an input
+#: the caller brings itself (a replay's recording, an eval's items).
+InputKind = Literal["files", "devices", "given"]
+
+#: Bounds of the numeric options: (low, high), both included.
 _LIMITS: dict[str, tuple[float, float]] = {
     "video_fps": (0.0, 120.0),  # the low bound is excluded (see `_OPEN_LOW`)
     "frame_max_side": (0, 8192),
     "stack_frames": (1, 16),
     "jpeg_quality": (1, 100),
     "chunk_ms": (1, MAX_CHUNK_MS),
+    "jitter_ms": (0, 10_000),
     "reconnect_attempts": (1, 100),
     "tail_silence_s": (0.0, MAX_SECONDS),
     "timeout_s": (0.0, MAX_SECONDS),
     "settle_s": (0.0, MAX_SECONDS),
     "handshake_timeout_s": (0.0, MAX_SECONDS),
+    "duration_s": (0.0, MAX_SECONDS),
 }
 _INTEGERS = frozenset({"frame_max_side", "stack_frames", "jpeg_quality", "chunk_ms"})
-_INTEGERS |= {"reconnect_attempts"}
+_INTEGERS |= {"reconnect_attempts", "jitter_ms"}
 #: Options that must be above their low bound, not equal to it ("must be positive").
-_OPEN_LOW = frozenset({"video_fps", "timeout_s", "handshake_timeout_s"})
+_OPEN_LOW = frozenset({"video_fps", "timeout_s", "handshake_timeout_s", "duration_s"})
 #: Integer options whose low bound 1 reads "must be positive".
 _POSITIVE = frozenset({"chunk_ms"})
 #: Why a bound is what it is, for the message.
 _WHY = {
     "chunk_ms": " (the longest append the framer makes: one unit)",
 }
-_UNITS = {"tail_silence_s": " s", "timeout_s": " s", "settle_s": " s"}
-_UNITS |= {"handshake_timeout_s": " s", "chunk_ms": " ms"}
+_UNITS = {"tail_silence_s": " s", "timeout_s": " s", "settle_s": " s", "duration_s": " s"}
+_UNITS |= {"handshake_timeout_s": " s", "chunk_ms": " ms", "jitter_ms": " ms"}
 
 
 class RunFailed(DuplexClientError):
@@ -118,90 +128,152 @@ def check_number(name: str, value: Any) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """Everything `duplex-cli stream` can be told; the notebook API takes the same names."""
+    """Everything a run can be told; the CLI's flags and the SDK's keywords are these names.
 
+    Most options mean the same for every way in. Those of the input say where it comes
+    from: files (`input_video`, `input_audio`, `input_image` and their framing) or live
+    devices (`mic`, `camera`, `speaker` and the switches); giving one to the other kind of
+    run is a usage error, never silently ignored (`FILE_FIELDS`, `DEVICE_FIELDS`).
+    """
+
+    # --- the input: files ---
     input_video: str | None = None
     input_audio: str | None = None
     input_image: str | None = None
-    #: The model to ask for; None: the preset's (`presets.PRESET_MODELS`), which may be none.
+    video_fps: float = 1.0
+    stack_frames: int = 1
+    tail_silence_s: float = 0.0
+    soundtrack: str = "trim"
+    #: Pace appends on the media clock (False: as fast as the server takes them).
+    realtime: bool = True
+    #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or
+    #: segments given inline (`{"start_ms", "end_ms"}` mappings or `SpeechSegment`s).
+    annotations: str | os.PathLike[str] | Sequence[Mapping[str, Any] | SpeechSegment] | None = None
+    # --- the input: live devices ---
+    mic: str | None = None
+    mic_file: str | None = None
+    no_mic: bool = False
+    camera: str | None = None
+    camera_file: str | None = None
+    no_camera: bool = False
+    speaker: str | None = None
+    no_playback: bool = False
+    echo_gate: bool = False
+    start_muted: bool = False
+    camera_off: bool = False
+    #: Answer audio buffered before the speaker plays it.
+    jitter_ms: int = 80
+    #: Stop a live run after this long (None: until quit).
+    duration_s: float | None = None
+    #: Scripted live actions, `MS:ACTION` (`1500:mute`).
+    actions: tuple[str, ...] = ()
+    # --- the session ---
+    #: The model to ask for; None: the one the server lists, else the preset's.
     model: str | None = None
-    preset: str = "minicpmo"
+    #: A model family's preset (`families`), `none`, or `auto` (minicpmo for the model's
+    #: turns, joyai for `vad` / `ptt`).
+    preset: str = "auto"
+    #: Who ends a turn: the model, server VAD's commits, or a push-to-talk key.
+    turn: TurnMode = "model"
+    ptt_mode: PttMode = "toggle"
+    #: A session config to send as is (the preset and session options are then unused).
     config: SessionConfig | None = None
     api_key: str | None = field(default=None, repr=False)
     ref_audio: str | None = field(default=None, repr=False)
-    video_fps: float = 1.0
-    frame_max_side: int = 0
-    stack_frames: int = 1
-    jpeg_quality: int = 90
-    chunk_ms: int = DEFAULT_CHUNK_MS
-    tail_silence_s: float = 0.0
-    soundtrack: str = "trim"
-    realtime: bool = True
+    #: Commit the input and ask for the response yourself (`auto_response` off).
     manual_commit: bool = False
     instructions: str | None = None
     temperature: float | None = None
     sliding_window: str | None = None
     window_knobs: dict[str, int] = field(default_factory=dict)
-    output_dir: Path | None = None
-    timeout_s: float = 30.0
-    require_audio: bool = False
-    settle_s: float = 0.5
-    reconnect: bool = True
-    reconnect_attempts: int = 5
-    #: Keep the sent payloads (`input.pcm`, `sent_frames/`) in the bundle, for `replay`.
-    keep_payloads: bool = False
-    #: Write a small JPEG thumbnail of every sent image (`frames/<unit>_<k>.jpg`).
-    thumbnails: bool = True
-    #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
-    handshake_timeout_s: float = 30.0
-    #: User speech on the media clock: a JSON file (ours or a Full-Duplex-Bench shape), or
-    #: segments given inline (`{"start_ms", "end_ms"}` mappings or `SpeechSegment`s).
-    annotations: str | os.PathLike[str] | Sequence[Mapping[str, Any] | SpeechSegment] | None = None
     #: Function tools to declare: a JSON file (a list, or `{"tools", "tool_choice"}`) or a list.
     tools: str | os.PathLike[str] | Sequence[Mapping[str, Any]] | None = None
     #: Fixed answers per function: `"NAME=JSON"` strings or a name → value mapping.
     tool_results: Mapping[str, Any] | Sequence[str] | None = None
+    # --- framing ---
+    #: The longest side of a sent image in pixels (0: as captured; None: the input's
+    #: default, 0 for files and 640 for a camera).
+    frame_max_side: int | None = None
+    #: JPEG quality of sent images (None: the input's default, 90 for files, 80 for a camera).
+    jpeg_quality: int | None = None
+    chunk_ms: int = DEFAULT_CHUNK_MS
+    # --- the connection and the end of the run ---
+    timeout_s: float = 30.0
+    settle_s: float = 0.5
+    #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
+    handshake_timeout_s: float = 30.0
+    reconnect: bool = True
+    reconnect_attempts: int = 5
+    # --- the embedded server (no URL) ---
+    require_audio: bool = False
+    #: A JSON script for the embedded server's scripted engine.
+    server_script: str | None = None
+    # --- the bundle ---
+    output_dir: Path | None = None
+    #: Keep the sent payloads (`input.pcm`, `sent_frames/`) in the bundle, for `replay`.
+    keep_payloads: bool = False
+    #: Write a small JPEG thumbnail of every sent image (`frames/<unit>_<k>.jpg`).
+    thumbnails: bool = True
 
     @property
     def model_name(self) -> str | None:
         """The model sent: `model`, else the preset's (None: the server's own)."""
-        from duplex_client.presets import preset_model
+        from duplex_client.families import default_model
 
-        return self.model if self.model is not None else preset_model(self.preset)
+        return self.model if self.model is not None else default_model(self.preset_name())
 
-    def user_speech(self, media_ms: int) -> list[SpeechSegment] | None:
-        """The annotated user speech, checked against the media length (None: not given)."""
-        if self.annotations is None:
-            return None
-        if not self.realtime:
+    def preset_name(self) -> str:
+        """The preset in effect (`auto`: minicpmo for the model's turns, joyai otherwise)."""
+        if self.preset != "auto":
+            return self.preset
+        return "minicpmo" if self.turn == "model" else "joyai"
+
+    def reconnect_policy(self) -> ReconnectPolicy | None:
+        """The client's reconnect policy (None with `reconnect=False`)."""
+        return ReconnectPolicy(attempts=self.reconnect_attempts) if self.reconnect else None
+
+    def session_config(self) -> SessionConfig:
+        """The session config these options ask for (loads `ref_audio` and `tools`)."""
+        from duplex_client.run.prepare import prepare
+
+        return prepare(self).config
+
+    def validate(self, *, inputs: InputKind = "files") -> None:
+        """Raise `UsageError` with a one-line message for any invalid combination.
+
+        `inputs` says where the run's input comes from: `files` checks the input files are
+        named, `devices` the device switches, `given` neither (the caller brings the input).
+        Nothing is opened or loaded here.
+        """
+        self._check_input_kind(inputs)
+        if inputs == "files":
+            self._check_files()
+        if inputs == "devices":
+            self._check_devices()
+        for name in _LIMITS:
+            value = getattr(self, name)
+            if value is not None or name not in _OPTIONAL_NUMBERS:
+                check_number(name, value)
+        self._check_session()
+        if self.annotations is not None and not self.realtime:
             raise UsageError(
                 "annotations needs real-time pacing: without it there is no listener clock "
                 "to measure latency on",
                 param="annotations",
             )
-        try:
-            if isinstance(self.annotations, str | os.PathLike):
-                segments = load_annotations(os.fspath(self.annotations))
-            else:
-                rows = [
-                    {"start_ms": a.start_ms, "end_ms": a.end_ms}
-                    if isinstance(a, SpeechSegment)
-                    else a
-                    for a in self.annotations
-                ]
-                segments = parse_annotations(rows, source="annotations")
-            check_range(segments, media_ms)
-        except AnnotationError as exc:
-            raise UsageError(f"annotations: {exc}", param="annotations") from None
-        return segments
 
-    def validate(self, *, media: bool = True) -> None:
-        """Raise `UsageError` with a one-line message for any invalid combination.
+    def _check_input_kind(self, inputs: InputKind) -> None:
+        """A file option on a device run (or the reverse) is refused, never ignored."""
+        if inputs == "given":
+            return
+        other, kind = (DEVICE_FIELDS, "live") if inputs == "files" else (FILE_FIELDS, "file")
+        for name in sorted(other):
+            if getattr(self, name) != _DEFAULTS[name]:
+                this = "a file run" if inputs == "files" else "a live run"
+                raise UsageError(f"{name} is an option of a {kind} run, not of {this}", param=name)
 
-        `media=False` checks everything but the input files (an eval's items or a replay
-        bring their own).
-        """
-        if media and not (self.input_video or self.input_audio or self.input_image):
+    def _check_files(self) -> None:
+        if not (self.input_video or self.input_audio or self.input_image):
             raise UsageError(
                 "nothing to stream: give input_video, input_audio or input_image",
                 keywords=("input_video", "input_audio", "input_image"),
@@ -212,8 +284,31 @@ class RunOptions:
                 param="input_image",
                 keywords=("input_video", "input_image"),
             )
-        for name in _LIMITS:
-            check_number(name, getattr(self, name))
+        if self.input_image and not self.input_audio and self.tail_silence_s <= 0:
+            raise UsageError(
+                "an image alone has no length: add input_audio or tail_silence_s",
+                param="input_image",
+                keywords=("input_audio", "tail_silence_s"),
+            )
+
+    def _check_devices(self) -> None:
+        clashes = (
+            ("mic_file", "no_mic"),
+            ("camera_file", "no_camera"),
+            ("camera", "camera_file"),
+            ("camera", "no_camera"),
+            ("mic", "mic_file"),
+            ("mic", "no_mic"),
+        )
+        for a, b in clashes:
+            if getattr(self, a) and getattr(self, b):
+                raise UsageError(f"{a} and {b} are exclusive", param=b, keywords=(a, b))
+        try:
+            parse_schedule(self.actions)
+        except ValueError as exc:
+            raise UsageError(f"actions: {exc}", param="actions") from None
+
+    def _check_session(self) -> None:
         if self.temperature is not None:
             t = self.temperature
             if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
@@ -224,6 +319,8 @@ class RunOptions:
                 raise UsageError(f"temperature must be >= 0, got {t:g}", param="temperature")
         choices = [
             ("preset", self.preset in PRESET_NAMES, ", ".join(PRESET_NAMES)),
+            ("turn", self.turn in TURN_MODES, ", ".join(TURN_MODES)),
+            ("ptt_mode", self.ptt_mode in PTT_MODES, " or ".join(PTT_MODES)),
             ("soundtrack", self.soundtrack in SOUNDTRACK_POLICIES, "trim, pad or full"),
             ("sliding_window", self.sliding_window in (None, *WINDOW_MODES), "off, basic, context"),
         ]
@@ -232,81 +329,36 @@ class RunOptions:
                 raise UsageError(
                     f"{name} must be one of {allowed}, got {getattr(self, name)!r}", param=name
                 )
-        self.fixed_tool_results()  # loads and checks the tools file too
-        if media and self.input_image and not self.input_audio and self.tail_silence_s <= 0:
-            raise UsageError(
-                "an image alone has no length: add input_audio or tail_silence_s",
-                param="input_image",
-                keywords=("input_audio", "tail_silence_s"),
-            )
+        family = preset_family(self.preset_name())
+        if family is not None and not family.client_commits and self.config is None:
+            if self.turn in COMMIT_TURNS:
+                raise no_commits_error(self.turn, f"the {self.preset} preset")
+            if self.manual_commit:
+                raise UsageError(
+                    f"manual_commit commits the input, but the {self.preset} preset takes no "
+                    "commits",
+                    param="manual_commit",
+                )
 
-    def declared_tools(self) -> tuple[tuple[dict[str, Any], ...], Any]:
-        """The `tools` and `tool_choice` to declare (`UsageError` for a bad tools file)."""
-        from duplex_client.run.tools import load_tools
 
-        return ((), None) if self.tools is None else load_tools(self.tools)
-
-    def fixed_tool_results(self) -> dict[str, str]:
-        """The output per function from `tool_results` (`UsageError` names a bad one)."""
-        from duplex_client.run.tools import parse_tool_results
-
-        if self.tool_results is None:
-            return {}
-        tools, _ = self.declared_tools()
-        names = [str(t.get("name")) for t in tools]
-        return parse_tool_results(self.tool_results, names)
-
-    def ref_audio_url(self) -> str | None:
-        """`ref_audio` as a data URL, decoded first: not a WAV with samples is a `UsageError`.
-
-        The message names the file, never its content (a reference voice is a secret).
-        """
-        if self.ref_audio is None:
-            return None
-        try:
-            return ref_audio_data_url(self.ref_audio)
-        except ValueError as exc:
-            raise UsageError(f"ref_audio: {exc}", param="ref_audio") from None
-
-    def reconnect_policy(self) -> ReconnectPolicy | None:
-        """The client's reconnect policy (None with `reconnect=False`)."""
-        return ReconnectPolicy(attempts=self.reconnect_attempts) if self.reconnect else None
-
-    def session_config(self) -> SessionConfig:
-        """The session config: `config` if given, else the preset plus the options (and tools)."""
-        config = self._preset_config()
-        tools, choice = self.declared_tools()
-        if tools:
-            config = config.with_overrides(tools=tools, tool_choice=choice)
-        return config
-
-    def _preset_config(self) -> SessionConfig:
-        from duplex_client import presets
-
-        if self.config is not None:
-            return self.config
-        overrides: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        if self.instructions is not None:
-            overrides["instructions"] = self.instructions
-        if self.temperature is not None:
-            overrides["temperature"] = self.temperature
-        if self.sliding_window is not None:
-            extra["sliding_window_mode"] = self.sliding_window
-            extra.update(self.window_knobs)
-        if self.manual_commit:
-            extra["auto_response"] = False
-        if extra:
-            overrides["extra_body"] = extra
-        ref_audio = self.ref_audio_url()
-        if self.preset == "minicpmo":
-            return presets.minicpmo_4_5(ref_audio=ref_audio, **overrides)
-        if self.preset == "joyai":  # speech turns: no reference voice
-            return presets.joyai(manual=self.manual_commit, **overrides)
-        base = presets.PLAIN[self.preset]() if self.preset in presets.PLAIN else SessionConfig()
-        if ref_audio is not None:
-            overrides["ref_audio"] = ref_audio
-        return base.with_overrides(**overrides)
+#: Options of a run from files (refused on a live run).
+FILE_FIELDS = frozenset(
+    {
+        "input_video", "input_audio", "input_image", "video_fps", "stack_frames",
+        "tail_silence_s", "soundtrack", "realtime", "annotations",
+    }
+)  # fmt: skip
+#: Options of a run from live devices (refused on a file run).
+DEVICE_FIELDS = frozenset(
+    {
+        "mic", "mic_file", "no_mic", "camera", "camera_file", "no_camera", "speaker",
+        "no_playback", "echo_gate", "start_muted", "camera_off", "jitter_ms", "duration_s",
+        "actions", "turn", "ptt_mode",
+    }
+)  # fmt: skip
+#: Numeric options whose None means "the input's default".
+_OPTIONAL_NUMBERS = frozenset({"frame_max_side", "jpeg_quality", "duration_s"})
+_DEFAULTS = {f.name: f.default for f in fields(RunOptions) if f.name in FILE_FIELDS | DEVICE_FIELDS}
 
 
 def default_run_dir() -> Path:
@@ -317,35 +369,3 @@ def default_run_dir() -> Path:
         n += 1
         path = base.with_name(f"{base.name}-{n}")
     return path
-
-
-def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
-    """Open the media the options name; returns the source and an object to close."""
-    from duplex_client.media import ImageFrameSource, open_audio, open_clip
-
-    if options.input_video:
-        clip = open_clip(
-            options.input_video,
-            fps=options.video_fps,
-            frame_max_side=options.frame_max_side,
-            jpeg_quality=options.jpeg_quality,
-            stack_frames=options.stack_frames,
-            audio=options.input_audio,
-        )
-        if clip.media.is_image:  # no length and no soundtrack: it is what input_image is for
-            clip.close()
-            raise UsageError(
-                f"{options.input_video}: a still image: use input_image",
-                param="input_video",
-                keywords=["input_image"],
-            )
-        return clip, clip
-    audio = open_audio(options.input_audio) if options.input_audio else None
-    image = None
-    if options.input_image:
-        image = ImageFrameSource(
-            options.input_image,
-            frame_max_side=options.frame_max_side,
-            jpeg_quality=options.jpeg_quality,
-        )
-    return MediaInput(audio=audio, frames=image), None

@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from duplex_client.analysis.playback import AudioOutput
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
@@ -20,43 +21,6 @@ if TYPE_CHECKING:
 
 #: How often the played positions are checked and acks considered.
 TICK_S = 0.05
-
-
-class AudioOutput(Protocol):
-    """What `PlaybackSync` drives: the device `Player`, or the listener model's `VirtualPlayer`."""
-
-    @property
-    def rate(self) -> int:
-        """Output sample rate."""
-        ...
-
-    def enqueue(self, response_id: str, pcm: bytes) -> bool:
-        """Queue PCM16 of a response; False (dropped) once it was cleared or ended."""
-        ...
-
-    def end(self, response_id: str) -> None:
-        """No more audio will come for this response."""
-        ...
-
-    def clear(self, response_id: str, by: str = "client_interrupt") -> bool:
-        """Stop the response now (`by`: the event that cut it); whether it was still audible."""
-        ...
-
-    def played_ms(self, response_id: str) -> int:
-        """Milliseconds of the response played so far."""
-        ...
-
-    def in_flight(self, response_id: str) -> bool:
-        """Whether audio handed out is not yet played."""
-        ...
-
-    def drained(self, response_id: str) -> bool:
-        """Ended or cleared, and everything of it that will play has played."""
-        ...
-
-    def active_ids(self) -> list[str]:
-        """Responses with audio queued or playing, oldest first."""
-        ...
 
 
 class PlaybackSync:

@@ -1,4 +1,4 @@
-"""What a live run shows while it runs: updated in place for a display to poll."""
+"""What a run shows while it runs, updated in place for a display to poll (stream and live)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,36 @@ from dataclasses import dataclass, field
 
 
 @dataclass(slots=True)
-class LiveProgress:
-    """The state of a live session for a display (levels, switches, decisions, latency)."""
+class RunProgress:
+    """Live state of a run, updated in place for a display to poll.
+
+    `phase`, `media_total_ms`, `warnings` and `stop_reason` are always kept. The file-run
+    figures (times, counts, lateness, decisions, transcript) are refreshed ten times a
+    second while `figures` is True; a live run's device source keeps its own (levels,
+    switches, the assistant's state, latency) as blocks are captured.
+    """
 
     phase: str = "starting"
+    media_ms: int = 0
+    media_total_ms: int = 0
+    wall_s: float = 0.0
+    units: dict[str, int] = field(default_factory=lambda: {"AUDIO": 0, "OMNI": 0, "VISION": 0})
+    appends: int = 0
+    commits: int = 0
+    decisions: list[tuple[int | None, str]] = field(default_factory=list)
+    transcript: str = ""
+    lateness_p50_ms: float | None = None
+    lateness_max_ms: float | None = None
+    heard_latency_p50_ms: float | None = None
+    heard_latency_max_ms: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    #: Why the run is being cancelled, set by whoever cancels it (`terminated`, `hangup`);
+    #: None reads as `interrupted` (Ctrl-C).
+    stop_reason: str | None = None
+    #: Whether the run keeps the file-run figures up to date (about ten times a second). Off
+    #: when nothing shows or logs them (a run's own default progress, `--quiet`, `--json`).
+    figures: bool = True
+    # --- a live run's figures, kept by its device source ---
     turn: str = "model"
     ptt_mode: str = "toggle"
     mic: str = "-"
@@ -22,23 +48,21 @@ class LiveProgress:
     echo_gate: bool = False
     gated: bool = False
     audible: bool = False
-    media_ms: int = 0
-    appends: int = 0
-    units: dict[str, int] = field(default_factory=lambda: {"AUDIO": 0, "OMNI": 0, "VISION": 0})
-    commits: int = 0
+    #: The assistant's state: `listening`, `thinking`, `speaking`, `interrupted`, ...
     decision: str = "-"
-    transcript: list[str] = field(default_factory=list)
+    #: The last answers' transcripts, one line each.
+    transcript_lines: list[str] = field(default_factory=list)
     last_latency_ms: float | None = None
     latency_p50_ms: float | None = None
     latency_max_ms: float | None = None
     interruptions: int = 0
-    warnings: list[str] = field(default_factory=list)
     keys: str = ""
-    #: Why the run was stopped from outside (`terminated`, `hangup`), set before cancelling it;
-    #: None: Ctrl-C or a cancel (status `interrupted`).
-    stop_reason: str | None = None
 
     def warn(self, message: str) -> None:
-        """Add a warning once."""
+        """Note a one-line warning for the display (and the result), once."""
         if message not in self.warnings:
             self.warnings.append(message)
+
+
+#: The old name of a live run's progress (one progress for every way in now).
+LiveProgress = RunProgress

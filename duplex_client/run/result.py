@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duplex_client.client.responses import ResponseHandle
+from duplex_client.run.progress import RunProgress
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,6 +22,23 @@ if TYPE_CHECKING:
     from duplex_client.client.session import DuplexClientBase
     from duplex_client.framing.timeline import InputTimeline
     from duplex_client.run.listening import RunListening
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_HANGUP",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "OK_MEANING",
+    "RunProgress",
+    "RunResult",
+    "judge",
+    "record_listening",
+    "record_session",
+    "session_handles",
+    "stop_status",
+]
 
 #: `ok` covers transport and lifecycle only; this sentence travels with every result.
 OK_MEANING = (
@@ -39,43 +57,6 @@ def stop_status(reason: str | None) -> tuple[str, int]:
     """The status and exit code of a cancelled run: `interrupted` 130 unless told otherwise."""
     status = reason or "interrupted"
     return status, STOP_EXIT_CODES.get(status, EXIT_INTERRUPTED)
-
-
-#: Stopped by SIGTERM (`timeout`, CI runners) / SIGHUP: 128 + the signal number.
-EXIT_TERMINATED, EXIT_HANGUP = 143, 129
-
-
-@dataclass(slots=True)
-class RunProgress:
-    """Live state of a run, updated in place for a display to poll.
-
-    `phase`, `media_total_ms`, `warnings` and `stop_reason` are always kept; the live
-    figures (times, counts, lateness, decisions, transcript) only while `figures` is True.
-    """
-
-    phase: str = "starting"
-    media_ms: int = 0
-    media_total_ms: int = 0
-    wall_s: float = 0.0
-    units: dict[str, int] = field(default_factory=lambda: {"AUDIO": 0, "OMNI": 0, "VISION": 0})
-    appends: int = 0
-    decisions: list[tuple[int | None, str]] = field(default_factory=list)
-    transcript: str = ""
-    lateness_p50_ms: float | None = None
-    lateness_max_ms: float | None = None
-    heard_latency_p50_ms: float | None = None
-    heard_latency_max_ms: float | None = None
-    warnings: list[str] = field(default_factory=list)
-    #: Why the run is being cancelled, set by whoever cancels it (`terminated`, `hangup`);
-    #: None reads as `interrupted` (Ctrl-C).
-    stop_reason: str | None = None
-    #: Whether the run keeps the live figures up to date (about ten times a second). Off
-    #: when nothing shows or logs them (a run's own default progress, `--quiet`, `--json`).
-    figures: bool = True
-
-    def warn(self, message: str) -> None:
-        """Note a one-line warning for the display (and the result)."""
-        self.warnings.append(message)
 
 
 def handle_record(handle: ResponseHandle, origin: float) -> dict[str, Any]:
@@ -318,9 +299,6 @@ async def record_listening(
     timeline: InputTimeline,
     listening: RunListening,
     warn: Callable[[str], None],
-    *,
-    device_blocks: Sequence[tuple[float, str, bytes]] | None = None,
-    cut_by: dict[str, str] | None = None,
 ) -> None:
     """Fill `timing`, `turns` and `metrics`, writing `heard.wav` and `conversation.wav`.
 
@@ -335,8 +313,6 @@ async def record_listening(
     end_ms = timeline.appends[-1]["media_end_ms"] if timeline.appends else 0
     handles = session_handles(client)
 
-    report = await listening.report(
-        handles, timeline, end_ms, device_blocks=device_blocks, cut_by=cut_by, warn=warn
-    )
+    report = await listening.report(handles, timeline, end_ms, warn=warn)
     result.turns, result.metrics = report.turns, report.metrics
     result.user_speech = [{"start_ms": s.start_ms, "end_ms": s.end_ms} for s in report.user_speech]

@@ -1,105 +1,25 @@
 """Stream a clip, WAV or image to a duplex session end to end and leave a run bundle.
 
 `stream_clip(url, input_video=..., tail_silence_s=...)` is what `duplex-cli stream` runs;
-without a URL it starts the bundled reference server in-process on a loopback port.
+without a URL it starts the bundled reference server on a loopback port. It is the one
+session run (`run_session`) with the options' files as its source.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import difflib
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-from duplex_client.analysis.annotations import SpeechSegment
-from duplex_client.bundle.payloads import PayloadKeeper
-from duplex_client.bundle.thumbnails import ThumbnailWriter
-from duplex_client.bundle.writer import RunBundle
-from duplex_client.client.config import SessionConfig
-from duplex_client.client.streaming import StreamResult, stream
-from duplex_client.client.transport import check_url, redact_url
-from duplex_client.client.websocket import DuplexClient
-from duplex_client.framing.clock import MediaClock
-from duplex_client.framing.plan import PlannedAppend
-from duplex_client.framing.sources import AudioVisualSource
-from duplex_client.framing.timeline import InputTimeline
-from duplex_client.framing.units import UnitGrid
-from duplex_client.media.errors import MediaWarning, collect_media_warnings
-from duplex_client.presets import PROFILE_PRESETS
-from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
-from duplex_client.run.embedded import embedded_server
-from duplex_client.run.listening import RunListening
-from duplex_client.run.options import (
-    DEFAULT_CHUNK_MS,
-    PRESET_NAMES,
-    SOUNDTRACK_POLICIES,
-    WINDOW_MODES,
-    RunFailed,
-    RunOptions,
-    UsageError,
-    default_run_dir,
-    open_source,
-)
-from duplex_client.run.result import (
-    EXIT_FAILED,
-    EXIT_HANGUP,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TERMINATED,
-    EXIT_USAGE,
-    RunProgress,
-    RunResult,
-    judge,
-    record_listening,
-    record_session,
-    stop_status,
-)
-from duplex_client.run.tools import function_call_turns, install_answers, merge_turns
-from duplex_client.run.watch import LiveFigures, SessionActivity, finish_stream, settle_turn
+from duplex_client.run.options import RunOptions
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
+from duplex_client.run.session_run import run_session
+from duplex_client.run.sources.files import FileSource
+from duplex_client.usage import UsageError
 
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_HANGUP",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_TERMINATED",
-    "EXIT_USAGE",
-    "PRESET_NAMES",
-    "SOUNDTRACK_POLICIES",
-    "WINDOW_MODES",
-    "RunFailed",
-    "RunOptions",
-    "UsageError",
-    "default_run_dir",
-    "open_source",
-    "run_stream",
-    "stream_clip",
-    "stream_clip_blocking",
-    "target_url",
-]
-
-
-#: Sends a run's input: (client, clock, timeline, on_sent) → what was sent. The default
-#: streams the options' media; a replay sends a recorded input instead.
-Sender = Callable[
-    [DuplexClient, MediaClock, InputTimeline, Callable[[PlannedAppend], None]],
-    Awaitable[StreamResult],
-]
-
-
-@contextlib.asynccontextmanager
-async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]:
-    """The URL to stream to: `url`, or an embedded reference server started for this run."""
-    if url:
-        yield url
-        return
-    profile = options.preset if options.preset in PROFILE_PRESETS else "minicpmo"
-    async with embedded_server(profile=profile, require_audio=options.require_audio) as server:
-        yield server
+__all__ = ["run_stream", "stream_clip", "stream_clip_blocking"]
 
 
 async def stream_clip(
@@ -115,13 +35,7 @@ async def stream_clip(
     (and a bad URL) raise `UsageError` / `MediaError` before anything is sent or written.
     Media warnings (a truncated file) go to `result.warnings`, not to `warnings.warn`.
     """
-    known = {f.name for f in dataclasses.fields(RunOptions)}
-    for name in options:
-        if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise UsageError(f"{name} is not an option of stream_clip{hint}", keywords=())
-    return await run_stream(url, RunOptions(**options), progress=progress)
+    return await run_stream(url, options_from(options, "stream_clip"), progress=progress)
 
 
 def stream_clip_blocking(url: str | None = None, **options: Any) -> RunResult:
@@ -132,312 +46,16 @@ def stream_clip_blocking(url: str | None = None, **options: Any) -> RunResult:
 async def run_stream(
     url: str | None, options: RunOptions, *, progress: RunProgress | None = None
 ) -> RunResult:
-    """Validate, open the media, prepare the bundle, then run the session.
-
-    Everything that can be refused is refused before the bundle is created: a usage error
-    writes nothing.
-    """
-    options.validate()
-    progress = progress or RunProgress(figures=False)  # nothing displays it
-    if url:
-        check_url(url)
-        options = await with_listed_model(url, options, progress.warn)
-    config = options.session_config()
-
-    def note(warning: MediaWarning) -> None:
-        progress.warn(str(warning))
-
-    with collect_media_warnings(note):
-        # Opening probes the container and its streams (~20 ms a clip): off the loop, where
-        # other sessions of the same process are being paced.
-        source, closer = await asyncio.to_thread(_open, options)
-        progress.media_total_ms = _source_ms(source) + round(options.tail_silence_s * 1000)
-        try:
-            annotations = options.user_speech(progress.media_total_ms)
-            out_dir = options.output_dir or default_run_dir()
-            try:
-                bundle = RunBundle(Path(out_dir))
-            except OSError as exc:
-                raise UsageError(
-                    f"{out_dir}: cannot write the output directory ({exc})",
-                    param="output_dir",
-                    keywords=(),
-                ) from None
-            async with target_url(url, options) as target:
-                run = SessionRun(target, options, config, source, bundle, progress, annotations)
-                return await run.run()
-        finally:
-            if closer is not None:  # closing a decoder takes tens of ms: not on the loop
-                await asyncio.shield(asyncio.to_thread(closer.close))
+    """The session run with the options' input files as its source."""
+    return await run_session(url, options, FileSource(), progress=progress)
 
 
-async def with_listed_model(
-    url: str, options: RunOptions, note: Callable[[str], None]
-) -> RunOptions:
-    """Without `model`, the one model the server lists (told to `note`), else the preset's."""
-    from duplex_client.client.http import DEFAULT_HTTP_TIMEOUT_S, with_model
-    from duplex_client.presets import preset_model
-
-    timeout_s = min(DEFAULT_HTTP_TIMEOUT_S, options.handshake_timeout_s / 2)
-    default = preset_model(options.preset)
-    return await with_model(url, options, default=default, note=note, timeout_s=timeout_s)
-
-
-def _open(options: RunOptions) -> tuple[AudioVisualSource, Any]:
-    """Open the media and hash the audio file (the timeline records it), in a worker."""
-    source, closer = open_source(options)
-    if source.audio is not None:
-        source.audio.info()  # computes and keeps the file's sha256
-    return source, closer
-
-
-def _dropped(reason: str | None) -> bool:
-    """Whether a session ended because its socket dropped."""
-    return reason is not None and reason.startswith("disconnect")
-
-
-def _source_ms(source: AudioVisualSource) -> int:
-    """How long the input lasts on the media clock (audio if any, else the video)."""
-    if source.audio is not None:
-        return int(source.audio.info().get("duration_ms") or 0)
-    return source.frames.duration_ms if source.frames is not None else 0
-
-
-class SessionRun:
-    """One session: connect, stream, finish the turn, close, record."""
-
-    def __init__(
-        self,
-        url: str,
-        options: RunOptions,
-        config: SessionConfig,
-        source: AudioVisualSource | None,
-        bundle: RunBundle,
-        progress: RunProgress | None,
-        annotations: list[SpeechSegment] | None = None,
-        sender: Sender | None = None,
-    ) -> None:
-        self.options = options
-        self.source = source
-        self.bundle = bundle
-        self.progress = progress or RunProgress(figures=False)
-        self.model = options.model_name
-        self.client = DuplexClient(
-            url,
-            model=self.model,
-            config=config,
-            api_key=options.api_key,
-            handshake_timeout=options.handshake_timeout_s,
-            reconnect=options.reconnect_policy(),
-            # Realtime: acks carry what the virtual listener heard; asap has no listener.
-            ack_policy="manual" if options.realtime else "received",
-        )
-        install_answers(self.client, options.fixed_tool_results())
-        self.clock = MediaClock("realtime" if options.realtime else "asap")
-        self.listening = RunListening(
-            self.client,
-            self.clock,
-            bundle.dir,
-            annotations=annotations,
-            virtual=options.realtime,
-        )
-        self.timeline = InputTimeline(
-            model=self.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
-        )
-        self.timeline.set_sliding_window(config.extra_body)
-        self.activity = SessionActivity()
-        self.figures = LiveFigures(self.progress, self.timeline, self.client, self.activity)
-        self.stream_result: StreamResult | None = None
-        self.commit_at: float | None = None
-        self.sender = sender
-        self.keeper = PayloadKeeper(bundle.dir) if options.keep_payloads else None
-        self.thumbnails = ThumbnailWriter(bundle.dir) if options.thumbnails else None
-
-    async def run(self) -> RunResult:
-        """Run the session and always write `result.json`."""
-        started = time.monotonic()
-        result = RunResult(ok=False, status="failed", exit_code=EXIT_FAILED)
-        result.started_at = self.bundle.started_at
-        result.model, result.url = self.model, redact_url(self.client.url)
-        result.bundle_dir = self.bundle.dir
-        self.bundle.attach(self.client, clock=self.clock, heard_start=self.listening.heard_start_ms)
-        self.client.add_listener(self.activity.on_event)
-        # Nothing shows the figures (quiet, JSON, a library call): nothing computes them.
-        ticker = asyncio.create_task(self._tick(started)) if self.progress.figures else None
-        try:
-            await self._session()
-            result.status, result.ok = "ok", True
-        except asyncio.CancelledError:
-            result.status, result.exit_code = stop_status(self.progress.stop_reason)
-            result.error = result.status
-            raise
-        except UsageError as exc:  # refused before any input went out (a replay's grid)
-            result.error, result.exit_code = str(exc), EXIT_USAGE
-        except DuplexClientError as exc:
-            result.error = self._explain(exc)
-        finally:
-            if ticker is not None:
-                ticker.cancel()
-            await self._close()
-            self._complete(result, started)
-            await self._measure(result)
-            result.warnings = list(self.progress.warnings)  # media, model, listening notes
-            # fsync'd file writes: off the loop, where other sessions may be pacing
-            await asyncio.shield(asyncio.to_thread(self._write_final, result.to_dict()))
-        return result
-
-    def _write_final(self, doc: dict[str, Any]) -> None:
-        """The last files: session.json (final attachment generation), then result.json."""
-        if self.client.session_id is not None:
-            with contextlib.suppress(OSError):
-                self.bundle.write_session(self.client, url=self.client.url)
-        self.bundle.finish(doc)
-
-    async def _measure(self, result: RunResult) -> None:
-        """Heard files, turns and metrics; a failure here is reported, never lost silently."""
-        try:
-            await record_listening(
-                result, self.client, self.timeline, self.listening, self.progress.warn
-            )
-        except Exception as exc:  # the record of the run must still be written
-            result.listening_error = f"{type(exc).__name__}: {exc}"
-            self.progress.warn(f"turn metrics not measured: {result.listening_error}")
-        records = self.client.function_call_records
-        result.function_calls = [r.to_dict() for r in records]
-        if result.turns is not None:
-            result.turns = merge_turns(result.turns, function_call_turns(records, self.clock))
-
-    def _explain(self, exc: DuplexClientError) -> str:
-        """The failure, with the server's own errors when it ended the session."""
-        message = str(exc)
-        said = [f"{e.code}: {e.error.message}" for e in self.client.errors if e.code]
-        if said and isinstance(exc, DuplexSessionClosedError):
-            message += f"; server reported {'; '.join(said)}"
-        return message
-
-    async def _session(self) -> None:
-        client = self.client
-        self.progress.phase = "connecting"
-        await client.connect()
-        self.listening.start()
-        self.timeline.set_session(session_id=client.session_id)
-        self.bundle.write_session(client, url=client.url)
-        self.progress.phase = "streaming"
-        if self.sender is not None:
-            self.stream_result = await self.sender(client, self.clock, self.timeline, self._sent)
-        else:
-            self.stream_result = await self._stream()
-        self._note_chunk()
-        self.progress.phase = "finishing"
-        await self._finish_turn(self.stream_result)
-        self.progress.phase = "closing"
-
-    def _sent(self, append: PlannedAppend) -> None:
-        """Every sent append: into the listener's record, the kept payloads, the thumbnails."""
-        self.listening.sent.record(append)
-        if self.keeper is not None:
-            self.keeper.record(append)
-        if self.thumbnails is not None:
-            self.thumbnails.record(append)  # queued: decoded and written in its worker
-
-    async def _stream(self) -> StreamResult:
-        return await stream(
-            self.client,
-            self.source,
-            tail_silence_s=self.options.tail_silence_s,
-            realtime=self.options.realtime,
-            chunk_ms=self.options.chunk_ms,
-            soundtrack_policy=self.options.soundtrack,  # type: ignore[arg-type]
-            timeline=self.timeline,
-            clock=self.clock,
-            on_sent=self._sent,
-        )
-
-    async def _finish_turn(self, sr: StreamResult) -> None:
-        """Wait for the commit, the post-commit decision when one is due, and drain responses.
-
-        Woken by the session's events (`settle_turn`), never by polling.
-        """
-        client, opts = self.client, self.options
-        if sr.commit_event_id is None:
-            if not client.takes_commits:
-                await self._finish_stream()
-            return
-        # From the send (the run's clock is monotonic): a decision may arrive before `stream`
-        # returns, since the timeline is written off the loop.
-        sent = sr.commit_sent_at
-        self.commit_at = sent if sent is not None else time.monotonic()
-        committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
-        if opts.manual_commit:
-            await client.create_response()
-        rate = client.input_pcm_format.sample_rate_hz
-        grid = UnitGrid.from_capabilities(client.capabilities, sample_rate_hz=rate)
-        samples = client.audio_samples
-        residual = samples > grid.start_samples(grid.unit_at_sample(samples))
-        active = client.tracker.active
-        due = residual or opts.manual_commit or committed.no_response or active is not None
-        deadline = time.monotonic() + opts.timeout_s
-        settled = await settle_turn(
-            client,
-            self.activity,
-            since=self.commit_at,
-            due=due,
-            settle_s=opts.settle_s,
-            deadline=deadline,
-            timeout_s=opts.timeout_s,
-        )
-        if settled:  # what is still playing is heard to its end (the acks say so) first
-            await self.listening.drain(max(0.0, deadline - time.monotonic()))
-
-    async def _finish_stream(self) -> None:
-        """No commit ends the input: `session.end` for a continuous stream, then hear it out."""
-        opts = self.options
-        left = await finish_stream(
-            self.client, self.activity, settle_s=opts.settle_s, timeout_s=opts.timeout_s
-        )
-        if left is not None:
-            await self.listening.drain(left)
-
-    def _note_chunk(self) -> None:
-        """Say so when the server's units are shorter than `chunk_ms` (appends were cut)."""
-        asked, used = self.timeline.chunk_ms_requested, self.timeline.chunk_ms
-        # the default (200 ms) cut to a shorter grid's units (80 ms) is expected: no note
-        if asked is not None and used is not None and asked != DEFAULT_CHUNK_MS:
-            message = (
-                f"chunk_ms {asked} is longer than the server's units: appends were cut at "
-                f"{used} ms (input_timeline.json records chunk_ms {used})"
-            )
-            self.progress.warn(message)
-
-    async def _close(self) -> None:
-        if self.keeper is not None:
-            self.keeper.close()
-        await self.listening.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.shield(self.client.close())
-        # Acks and errors heard since the stream's own write; rendered here, written off the loop
-        # (with the thumbnails still queued).
-        text = self.timeline.render()
-        await asyncio.shield(asyncio.to_thread(self._write_timeline, text))
-        if self.thumbnails is not None:
-            for warning in self.thumbnails.warnings:
-                self.progress.warn(warning)
-
-    def _write_timeline(self, text: str) -> None:
-        with contextlib.suppress(Exception):
-            self.timeline.write(text=text)
-        if self.thumbnails is not None:
-            self.thumbnails.close()
-
-    async def _tick(self, started: float) -> None:
-        """Refresh the live figures ten times a second (a display's rate, not a wait)."""
-        while True:
-            self.figures.refresh(time.monotonic() - started)
-            await asyncio.sleep(0.1)
-
-    def _complete(self, result: RunResult, started: float) -> None:
-        client = self.client
-        record_session(result, client, self.timeline, self.bundle, started)
-        judge(result, client, need_decision=True)
-        if result.error and not self.options.reconnect and _dropped(client.closed_reason):
-            result.error += " (the connection dropped and reconnection is off: --no-reconnect)"
+def options_from(keywords: dict[str, Any], caller: str) -> RunOptions:
+    """`RunOptions(**keywords)`; an unknown keyword is a `UsageError` naming a close one."""
+    known = {f.name for f in dataclasses.fields(RunOptions)}
+    for name in keywords:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UsageError(f"{name} is not an option of {caller}{hint}", keywords=())
+    return RunOptions(**keywords)

@@ -1,18 +1,25 @@
-"""Live usage errors: bad options, and turn modes a session cannot honour (exit code 2)."""
+"""Who ends a turn: the model (`model`), server VAD's commits (`vad`) or a talk key (`ptt`)."""
 
 from __future__ import annotations
 
-from duplex_client.protocol.errors import DuplexClientError
+from typing import Literal
 
+from duplex_client.usage import UsageError
+
+TurnMode = Literal["model", "vad", "ptt"]
+TURN_MODES: tuple[TurnMode, ...] = ("model", "vad", "ptt")
 #: Turn modes whose turns end with commits (the client's on release, or server VAD's).
 COMMIT_TURNS: frozenset[str] = frozenset({"vad", "ptt"})
 
+#: The old name of `UsageError` for live mode (one error type for every way in now).
+LiveUsageError = UsageError
 
-class LiveUsageError(DuplexClientError):
-    """Bad live options, or options the session cannot honour (exit code 2)."""
 
-
-def no_commits_message(turn: str, what: str) -> str:
-    """The one line refusing a commit-needing turn mode on a session that takes no commits."""
+def no_commits_error(turn: str, what: str) -> UsageError:
+    """The one-line refusal of a commit-needing turn mode where no commits are taken."""
     ends = "server VAD's commits" if turn == "vad" else "a commit on release"
-    return f"--turn {turn} ends turns with {ends}, but {what} takes no commits: use --turn model"
+    return UsageError(
+        f"turn {turn} ends turns with {ends}, but {what} takes no commits: use turn model",
+        param="turn",
+        keywords=("turn", "turn"),
+    )

@@ -17,7 +17,8 @@ from typing import Any
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.run.options import RunFailed
-from duplex_client.run.result import RunProgress, session_handles
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import session_handles
 
 
 class SessionActivity:

@@ -10,7 +10,7 @@ from duplex_cli.display import LivePanel, decisions_row, no_control_echo, render
 from duplex_cli.running import flag_for, usage_message
 from rich.console import Console
 
-from duplex_client.run.result import RunProgress
+from duplex_client.run.progress import RunProgress
 
 
 def test_a_unit_decided_twice_is_listed_once() -> None:

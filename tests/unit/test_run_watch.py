@@ -19,7 +19,8 @@ from duplex_client.framing.pcm_format import DEFAULT_PCM
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.protocol import Capabilities, UnitKind, b64encode, parse_server_event
 from duplex_client.run.options import RunFailed, RunOptions
-from duplex_client.run.result import RunProgress, session_handles
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import session_handles
 from duplex_client.run.stream import SessionRun
 from duplex_client.run.watch import LiveFigures, SessionActivity, settle_turn, turn_wait_s
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from duplex_client.analysis.playback import Heard, MediaTimeOf, device_heard
 from duplex_client.media.devices.lookup import (
     DeviceError,
     close_stream,
@@ -221,6 +222,19 @@ class Player:
             return [
                 rid for rid, t in self._tracks.items() if not t.cleared and (t.buf or rid in flying)
             ]
+
+    def playing(self) -> bool:
+        """Whether answer audio is queued or playing now."""
+        return bool(self.active_ids())
+
+    def heard_start_ms(self, response_id: str, media_ms_at: MediaTimeOf) -> float | None:
+        """When the device rendered the response's first block, in media ms (None: not yet)."""
+        at = self.first_rendered.get(response_id)
+        return None if at is None else media_ms_at(at)
+
+    def heard(self, media_ms_at: MediaTimeOf, cut_by: Mapping[str, str]) -> Heard:
+        """What the device rendered, placed on the media clock."""
+        return device_heard(list(self.rendered), media_ms_at, self.rate, cut_by)
 
     def audible(self) -> bool:
         """Whether assistant audio is queued, playing, or stopped less than a hangover ago."""

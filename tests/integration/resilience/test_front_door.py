@@ -19,7 +19,7 @@ import pytest
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.media.errors import MediaWarning
 from duplex_client.protocol.errors import DuplexConnectionError
-from duplex_client.run.result import RunProgress
+from duplex_client.run.progress import RunProgress
 from duplex_client.run.stream import RunOptions, run_stream, stream_clip
 from duplex_client.server import ReferenceServer
 from tests.support.media_files import write_audio_file, write_clip

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from duplex_client.client.prefetch import planning_pool
 from duplex_client.client.server_commits import ServerCommitFollower
@@ -27,11 +27,10 @@ from duplex_client.protocol import server_events as se
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.controls import Action, LiveControls
 from duplex_client.run.playback import PlaybackSync
-from duplex_client.run.progress import LiveProgress
-from duplex_client.run.turns import COMMIT_TURNS, LiveUsageError, no_commits_message
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.turns import COMMIT_TURNS, TURN_MODES, TurnMode, no_commits_error
+from duplex_client.usage import UsageError
 
-TurnMode = Literal["model", "vad", "ptt"]
-TURN_MODES: tuple[TurnMode, ...] = ("model", "vad", "ptt")
 #: How long `end_stream()` may wait for `stream_drained` when a continuous stream is quit.
 DRAIN_TIMEOUT_S = 10.0
 _POLL_S = 0.25
@@ -47,12 +46,14 @@ class LiveSession:
     are sent and recorded in the timeline (`segment: live`, scheduled at capture
     completion). In `ptt` mode releasing the talk key commits the hold if it uploaded
     audio; in `vad` mode the server's commits re-anchor the grid. The session owns the
-    capture devices and the player from `run()` until it returns.
+    capture devices from `run()` until it returns; the player and the `PlaybackSync` that
+    drives it belong to the run's listener when `sync` is given (a `SessionRun`), else to
+    this session (code that opens its own client and devices).
 
     Audio goes out in the session's input format (`client.input_pcm_format`, e.g. 24 kHz
     float32 for PersonaPlex-style): the microphone is told it before it starts. A session
     that takes no commits (`client.takes_commits` false) refuses `vad` and `ptt` turns with
-    `LiveUsageError`; a continuous stream is ended with `end_stream()` when the loop ends
+    a `UsageError`; a continuous stream is ended with `end_stream()` when the loop ends
     (quit, time limit), and `drained` keeps the server's `stream_drained`.
     """
 
@@ -64,6 +65,7 @@ class LiveSession:
         camera: FrameCapture | None = None,
         camera_optional: bool = False,
         player: Player | None = None,
+        sync: PlaybackSync | None = None,
         turn: TurnMode = "model",
         controls: LiveControls | None = None,
         mic_present: bool = True,
@@ -72,7 +74,7 @@ class LiveSession:
         jpeg_quality: int = 80,
         frame_max_side: int = 640,
         timeline: InputTimeline | None = None,
-        progress: LiveProgress | None = None,
+        progress: RunProgress | None = None,
         schedule: Sequence[tuple[int, Action]] = (),
         duration_s: float | None = None,
         stall_timeout_s: float = 5.0,
@@ -93,13 +95,15 @@ class LiveSession:
         self.echo_gate = echo_gate
         self.chunk_ms = chunk_ms
         self.timeline = timeline if timeline is not None else InputTimeline()
-        self.progress = progress or LiveProgress()
+        self.progress = progress or RunProgress(figures=False)
         self.schedule = list(schedule)
         self.duration_s = duration_s
         self.stall_timeout_s = stall_timeout_s
         self.clock = media_clock or MediaClock("realtime", now=clock)
         self.on_sent = on_sent
-        self.sync: PlaybackSync | None = None
+        self.sync = sync
+        #: Whether this session starts and stops the player and its sync (none given).
+        self._owns_playback = sync is None and player is not None
         self.framer: LiveFramer | None = None
         self._follow_commits: ServerCommitFollower | None = None
         self.feed: CameraFeed | None = None
@@ -123,13 +127,15 @@ class LiveSession:
         client = self.client
         if self.turn in COMMIT_TURNS and not client.takes_commits:
             what = "this continuous stream" if client.continuous_stream else "this session"
-            raise LiveUsageError(no_commits_message(self.turn, what))
+            raise no_commits_error(self.turn, what)
         self.fmt = fmt = client.input_pcm_format
         if isinstance(self.mic, Retargetable):
             self.mic.set_output(fmt)  # through the one resampler, straight to the session's
         elif fmt != DEFAULT_PCM:
             rate = fmt.sample_rate_hz
-            raise LiveUsageError(f"the audio source cannot deliver {fmt.encoding} at {rate} Hz")
+            raise UsageError(
+                f"the audio source cannot deliver {fmt.encoding} at {rate} Hz", keywords=()
+            )
         caps = client.capabilities
         config = FramerConfig.from_capabilities(caps, chunk_ms=self.chunk_ms, pcm=fmt)
         start = StreamPosition.after_audio(client.audio_end_ms, config.grid)
@@ -151,7 +157,7 @@ class LiveSession:
                     frame_max_side=max_side,
                     executor=planning_pool(),  # no JPEG encoding on the loop's thread
                 )
-            if self.player is not None:
+            if self._owns_playback and self.player is not None:
                 self.player.start()
                 self.sync = PlaybackSync(client, self.player, clock=self.clock.now)
                 self.sync.attach()
@@ -197,11 +203,12 @@ class LiveSession:
         if ack_task is not None:
             ack_task.cancel()
             await asyncio.gather(ack_task, return_exceptions=True)
-        if self.sync is not None and self.client.is_open:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.sync.close())
-        if self.player is not None:
-            self.player.close()
+        if self._owns_playback:
+            if self.sync is not None and self.client.is_open:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.sync.close())
+            if self.player is not None:
+                self.player.close()
         self.timeline.audio_source = audio_source_facts(self._audio_info())
         if self.feed is not None:
             self.timeline.video = video_facts(self.feed.info(self._unit_ms()))
@@ -415,4 +422,4 @@ class LiveSession:
             text = handle.transcript or handle.text
             if text:
                 lines.append(text + (" …" if handle.fenced else ""))
-        p.transcript = lines
+        p.transcript_lines = lines

@@ -1,0 +1,118 @@
+"""A clip, a WAV (or other audio file) and/or a still image, streamed on the media clock."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from duplex_client.analysis.playback import HeardOutput
+from duplex_client.analysis.virtual_player import VirtualPlayer
+from duplex_client.client.streaming import StreamResult, stream
+from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.sources import AudioVisualSource, MediaInput
+from duplex_client.run.options import InputKind, RunOptions
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.result import RunResult
+from duplex_client.run.sources import SourceLink
+from duplex_client.usage import UsageError
+
+#: Frame settings of a file run when the options leave them to the input.
+FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY = 0, 90
+
+
+def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
+    """Open the media the options name; returns the source and an object to close."""
+    from duplex_client.media import ImageFrameSource, open_audio, open_clip
+
+    max_side = FILE_FRAME_MAX_SIDE if options.frame_max_side is None else options.frame_max_side
+    quality = FILE_JPEG_QUALITY if options.jpeg_quality is None else options.jpeg_quality
+    if options.input_video:
+        clip = open_clip(
+            options.input_video,
+            fps=options.video_fps,
+            frame_max_side=max_side,
+            jpeg_quality=quality,
+            stack_frames=options.stack_frames,
+            audio=options.input_audio,
+        )
+        if clip.media.is_image:  # no length and no soundtrack: it is what input_image is for
+            clip.close()
+            raise UsageError(
+                f"{options.input_video}: a still image: use input_image",
+                param="input_video",
+                keywords=["input_image"],
+            )
+        return clip, clip
+    audio = open_audio(options.input_audio) if options.input_audio else None
+    image = None
+    if options.input_image:
+        image = ImageFrameSource(options.input_image, frame_max_side=max_side, jpeg_quality=quality)
+    return MediaInput(audio=audio, frames=image), None
+
+
+def _opened(options: RunOptions) -> tuple[AudioVisualSource, Any]:
+    """Open the media and hash the audio file (the timeline records it), in a worker."""
+    source, closer = open_source(options)
+    if source.audio is not None:
+        source.audio.info()  # computes and keeps the file's sha256
+    return source, closer
+
+
+class FileSource:
+    """The options' input files, framed on the server's grid and paced on the media clock."""
+
+    inputs: InputKind = "files"
+    needs_decision = True
+    benign_errors: frozenset[str] = frozenset()
+
+    def __init__(self) -> None:
+        self.media: AudioVisualSource | None = None
+        self._closer: Any = None
+        self._options: RunOptions | None = None
+        self._media_ms = 0
+
+    @property
+    def media_ms(self) -> int:
+        """The input's length (audio if any, else the video) plus the tail silence."""
+        return self._media_ms
+
+    async def open(self, options: RunOptions, progress: RunProgress) -> None:
+        """Probe the files off the loop (~20 ms a clip), where other sessions are paced."""
+        self._options = options
+        media, self._closer = await asyncio.to_thread(_opened, options)
+        self.media = media
+        length = 0
+        if media.audio is not None:
+            length = int(media.audio.info().get("duration_ms") or 0)
+        elif media.frames is not None:
+            length = media.frames.duration_ms
+        self._media_ms = length + round(options.tail_silence_s * 1000)
+
+    def output(self, options: RunOptions, clock: MediaClock, rate: int) -> HeardOutput | None:
+        """The listener model on the media clock; none without real-time pacing."""
+        return VirtualPlayer(clock, rate) if options.realtime else None
+
+    async def send(self, link: SourceLink) -> StreamResult:
+        """Stream the media, then the tail silence, and commit (where the session takes it)."""
+        options = self._options
+        assert options is not None, "open() first"
+        return await stream(
+            link.client,
+            self.media,
+            tail_silence_s=options.tail_silence_s,
+            realtime=options.realtime,
+            chunk_ms=options.chunk_ms,
+            soundtrack_policy=options.soundtrack,  # type: ignore[arg-type]
+            timeline=link.timeline,
+            clock=link.clock,
+            on_sent=link.on_sent,
+        )
+
+    def complete(self, result: RunResult) -> None:
+        """Nothing to add: a file run's result is the run's own."""
+
+    async def close(self) -> None:
+        """Close the decoder off the loop (it takes tens of ms)."""
+        if self._closer is not None:
+            closer, self._closer = self._closer, None
+            await asyncio.shield(asyncio.to_thread(closer.close))
