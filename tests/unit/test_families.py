@@ -96,3 +96,16 @@ def test_embedded_profiles() -> None:
         DEFAULT_FAMILY,
     ]
 
+
+def test_the_cli_choices_are_the_tables() -> None:
+    from duplex_cli.options import AUTO_PRESET, DEFAULT_PRESET, LivePreset, Preset
+    from duplex_cli.serve import DEFAULT_PROFILE, Profile
+
+    assert [p.value for p in Preset] == list(PRESET_CHOICES)
+    assert [p.value for p in LivePreset] == list(LIVE_PRESET_CHOICES)
+    assert [p.value for p in Profile] == list(PROFILE_FAMILIES)
+    assert (DEFAULT_PRESET, AUTO_PRESET, DEFAULT_PROFILE) == (
+        DEFAULT_FAMILY,
+        "auto",
+        DEFAULT_FAMILY,
+    )
