@@ -40,6 +40,7 @@ __all__ = [
     "family",
     "markdown_table",
     "own_turn",
+    "preset_family",
 ]
 
 Lifecycle = Literal["model_turn", "continuous_stream"]
@@ -264,9 +265,19 @@ def family(name: str) -> ModelFamily:
         ) from None
 
 
+def preset_family(preset: str) -> ModelFamily | None:
+    """The family a preset names; None for `none` (an unknown name: `UnknownFamilyError`)."""
+    return None if preset == NO_PRESET else family(preset)
+
+
 def default_model(preset: str) -> str | None:
-    """The model a preset names: its family's default (None for `none`: the server's own)."""
-    return None if preset == NO_PRESET else family(preset).default_model
+    """The model a preset names: its family's default; None (the server's own) for `none`.
+
+    A name that is no family names no model either, as `presets.preset_model` always did:
+    choosing the model never rejects a preset, validation does.
+    """
+    f = _BY_NAME.get(preset)
+    return None if f is None else f.default_model
 
 
 def _default_family_model() -> str:

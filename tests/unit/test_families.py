@@ -26,6 +26,7 @@ from duplex_client.families import (
     embedded_profile,
     family,
     own_turn,
+    preset_family,
 )
 from duplex_client.protocol.requests import INPUT_RATES, OUTPUT_RATES
 
@@ -77,8 +78,13 @@ def test_default_models() -> None:
     assert default_model("minicpmo") == "openbmb/MiniCPM-o-4_5"
     assert default_model("personaplex") == "nvidia/personaplex-7b-v1"
     assert default_model("joyai") is None and default_model("none") is None
-    with pytest.raises(ValueError, match="choose from"):
-        default_model("auto")
+    assert default_model("auto") is None  # no family: no model (validation rejects presets)
+
+
+def test_preset_family() -> None:
+    assert preset_family("nemotron") is family("nemotron") and preset_family("none") is None
+    with pytest.raises(UnknownFamilyError, match="choose from"):
+        preset_family("auto")
 
 
 def test_turn_choices() -> None:
