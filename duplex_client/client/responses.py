@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 
 from duplex_client.client.queues import DropOldestQueue
@@ -16,7 +17,11 @@ from duplex_client.protocol.session.responses import ResponseState
 
 
 class ResponseHandle(ResponseState):
-    """One model response (or a standalone listen): decision, transcript, text and audio."""
+    """One model response (or a standalone listen): decision, transcript, text and audio.
+
+    `audio()` streams the chunks as they arrive to one consumer at a time; reading what was
+    kept (`audio_bytes()`, `audio_since(n)`) is not consuming and is always allowed.
+    """
 
     def __init__(
         self,
@@ -28,11 +33,23 @@ class ResponseHandle(ResponseState):
         super().__init__(response_id, sample_rate_hz=sample_rate_hz, clock=clock)
         self._chunks: DropOldestQueue[bytes] = DropOldestQueue()
         self._done = asyncio.Event()
+        self._reader: weakref.ref[_AudioStream] | None = None
 
-    async def audio(self) -> AsyncIterator[bytes]:
-        """PCM16 chunks as they arrive, until the response ends (one consumer per handle)."""
-        async for chunk in self._chunks:
-            yield chunk
+    def audio(self) -> AsyncIterator[bytes]:
+        """PCM16 chunks as they arrive, until the response ends (one consumer at a time).
+
+        A second stream while the first is still open raises `RuntimeError`: each chunk goes
+        to one reader, so two would each miss part of the audio.
+        """
+        current = self._reader() if self._reader is not None else None
+        if current is not None and not current.ended:
+            raise RuntimeError(
+                f"response {self.response_id!r} audio already has a consumer: read it from "
+                "that one stream, or use audio_bytes()/audio_since(n)"
+            )
+        stream = _AudioStream(self._chunks)
+        self._reader = weakref.ref(stream)
+        return stream
 
     async def wait(self, timeout: float | None = None) -> ResponseHandle:
         """Wait until the response is done; returns self."""
@@ -52,3 +69,26 @@ class ResponseHandle(ResponseState):
         self._chunks.close()
         self._done.set()
 
+
+class _AudioStream:
+    """One consumer's iteration over a handle's audio chunks (ended: exhausted or closed)."""
+
+    def __init__(self, chunks: DropOldestQueue[bytes]) -> None:
+        self._chunks = chunks
+        self.ended = False
+
+    def __aiter__(self) -> _AudioStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.ended:
+            raise StopAsyncIteration
+        try:
+            return await self._chunks.get()
+        except StopAsyncIteration:
+            self.ended = True
+            raise
+
+    async def aclose(self) -> None:
+        """Stop consuming: another `audio()` stream may start (chunks not taken stay queued)."""
+        self.ended = True
