@@ -1,12 +1,27 @@
-"""Session presets: MiniCPM-o 4.5, JoyAI-, AURA-, PersonaPlex- and Nemotron-style (§2.1, §9.2)."""
+"""Session presets: MiniCPM-o 4.5, JoyAI-, AURA-, PersonaPlex- and Nemotron-style (§2.1, §9.2).
+
+One preset per model family (`duplex_client.families`); `preset_config` turns a family and a
+turn style into the `SessionConfig` a file run or a live run sends.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
+from duplex_client.families import (
+    FAMILIES,
+    FAMILY_NAMES,
+    NO_PRESET,
+    PRESET_CHOICES,
+    TURN_STYLES,
+    ModelFamily,
+    family,
+    own_turn,
+)
 
 #: Server VAD settings used by the JoyAI-style preset (protocol.md §9.6).
 SERVER_VAD: dict[str, Any] = {
@@ -17,7 +32,34 @@ SERVER_VAD: dict[str, Any] = {
     "interrupt_response": True,
 }
 
+_Preset = TypeVar("_Preset", bound=Callable[..., SessionConfig])
+#: Each family's own preset function, registered by `_preset_of` (others: `family_config`).
+_OWN: dict[str, Callable[..., SessionConfig]] = {}
 
+
+def _preset_of(name: str) -> Callable[[_Preset], _Preset]:
+    """Register the decorated function as family `name`'s preset."""
+    family(name)  # a typo fails at import
+
+    def register(function: _Preset) -> _Preset:
+        _OWN[name] = function
+        return function
+
+    return register
+
+
+def family_config(name: str, **overrides: Any) -> SessionConfig:
+    """The generic preset of a family: model-owned turns in its native input format."""
+    f = family(name)
+    base = SessionConfig(turn_detection=None, extra_body={"auto_response": True})
+    if (f.input_format, f.input_rate_hz) != (base.input_audio_format, base.input_sample_rate_hz):
+        base = base.with_overrides(
+            input_audio_format=f.input_format, input_sample_rate_hz=f.input_rate_hz
+        )
+    return base.with_overrides(**overrides)
+
+
+@_preset_of("minicpmo")
 def minicpmo_4_5(ref_audio: str | Path | bytes | None = None, **overrides: Any) -> SessionConfig:
     """MiniCPM-o 4.5: model-owned listen/speak per unit, `listen_only`, `ack_only`.
 
@@ -34,6 +76,7 @@ def minicpmo_4_5(ref_audio: str | Path | bytes | None = None, **overrides: Any) 
     return base.with_overrides(**overrides)
 
 
+@_preset_of("joyai")
 def joyai(*, manual: bool = False, **overrides: Any) -> SessionConfig:
     """JoyAI-style speech turns with camera observations: server VAD, or manual commits."""
     if manual:
@@ -52,59 +95,48 @@ def joyai(*, manual: bool = False, **overrides: Any) -> SessionConfig:
     return base.with_overrides(**overrides)
 
 
+@_preset_of("aura")
 def aura(**overrides: Any) -> SessionConfig:
     """AURA-style: video required, audio optional, one append per unit (server defaults)."""
-    return SessionConfig(turn_detection=None, extra_body={"auto_response": True}).with_overrides(
-        **overrides
-    )
+    return family_config("aura", **overrides)
 
 
+@_preset_of("personaplex")
 def personaplex(*, voice: str = "NATF2.pt", persona: str = "", **overrides: Any) -> SessionConfig:
     """PersonaPlex-style: 24 kHz `pcm_f32le` in, model-owned turns (no commits), a voice prompt.
 
     `voice` names one of the deployment's voice prompts; `persona` becomes the instructions.
     """
-    base = SessionConfig(
-        input_audio_format="pcm_f32le",
-        input_sample_rate_hz=24000,
-        turn_detection=None,
-        voice=voice,
-        instructions=persona,
-        extra_body={"auto_response": True},
+    return family_config("personaplex", voice=voice, instructions=persona).with_overrides(
+        **overrides
     )
-    return base.with_overrides(**overrides)
 
 
+@_preset_of("nemotron")
 def nemotron(**overrides: Any) -> SessionConfig:
     """Nemotron VoiceChat-style: 16 kHz PCM in one continuous stream (`session.end` ends it)."""
-    base = SessionConfig(turn_detection=None, extra_body={"auto_response": True})
-    return base.with_overrides(**overrides)
+    return family_config("nemotron", **overrides)
 
 
-PRESETS = {
-    "minicpmo": minicpmo_4_5,
-    "joyai": joyai,
-    "aura": aura,
-    "personaplex": personaplex,
-    "nemotron": nemotron,
-}
+def _preset_function(f: ModelFamily) -> Callable[..., SessionConfig]:
+    """A family's preset: its own function, else the generic one bound to its name."""
+    own = _OWN.get(f.name)
+    return own if own is not None else partial(family_config, f.name)
+
+
+#: Every family's preset function, in table order.
+PRESETS: dict[str, Callable[..., SessionConfig]] = {f.name: _preset_function(f) for f in FAMILIES}
 #: Presets built from their function alone (no reference voice, no manual lane).
 PLAIN: dict[str, Callable[..., SessionConfig]] = {
-    "aura": aura,
-    "personaplex": personaplex,
-    "nemotron": nemotron,
+    f.name: PRESETS[f.name] for f in FAMILIES if f.model_owned_turns and not f.reference_voice
 }
-#: Presets with a reference-server profile of the same name (others use `minicpmo`).
-PROFILE_PRESETS = frozenset({"aura", "joyai", "personaplex", "nemotron"})
+#: Presets with a reference-server profile of the same name (others use the default family's).
+PROFILE_PRESETS = frozenset(f.name for f in FAMILIES if f.reference_profile)
 #: The model each preset names (`model=` in the URL and `session.update`); None names no
 #: model, so the server uses the one it serves.
 PRESET_MODELS: dict[str, str | None] = {
-    "minicpmo": "openbmb/MiniCPM-o-4_5",
-    "joyai": None,
-    "aura": None,
-    "personaplex": "nvidia/personaplex-7b-v1",
-    "nemotron": None,
-    "none": None,
+    **{f.name: f.default_model for f in FAMILIES},
+    NO_PRESET: None,
 }
 
 
@@ -118,34 +150,41 @@ def preset_config(
     *,
     turn: str | None = None,
     manual_commit: bool = False,
-    ref_audio: str | None = None,
+    ref_audio: str | Path | bytes | None = None,
     **overrides: Any,
 ) -> SessionConfig:
-    """TEMPORARY until the families table lands: the old two conversions, side by side."""
-    if turn is None:  # a file run: the preset's own turns
-        extra = dict(overrides.pop("extra_body", {}) or {})
-        if manual_commit:
-            extra["auto_response"] = False
-        if extra:
-            overrides["extra_body"] = extra
-        if preset == "minicpmo":
-            return minicpmo_4_5(ref_audio=ref_audio, **overrides)
-        if preset == "joyai":
-            return joyai(manual=manual_commit, **overrides)
-        base = PLAIN[preset]() if preset in PLAIN else SessionConfig()
-        if ref_audio is not None:
-            overrides["ref_audio"] = ref_audio
-        return base.with_overrides(**overrides)
-    if preset == "minicpmo":
-        config = minicpmo_4_5(ref_audio=ref_audio, **overrides)
-    elif preset == "joyai":
-        config = joyai(manual=turn != "vad", **overrides)
+    """The session config of a preset (a family, or `none`) run with a turn style.
+
+    `turn` is `model`, `vad` or `ptt` (live's `--turn`); None: the preset's own
+    (`families.own_turn`: joyai's server VAD unless `manual_commit`, else `model`). `vad`
+    adds server VAD with barge-in where the preset has no `turn_detection`; the others
+    remove it. `manual_commit` turns `auto_response` off (commit, then `response.create`).
+    `ref_audio` (WAV bytes, a path or a data URL) is sent where the family takes a voice and
+    as given on the others, except speech-turn families (joyai), which send none. The
+    `overrides` are `SessionConfig` fields; an `extra_body` is merged into the preset's.
+    """
+    if preset not in PRESET_CHOICES:
+        raise ValueError(f"preset must be one of {', '.join(PRESET_CHOICES)}, got {preset!r}")
+    if turn is None:
+        turn = own_turn(preset, manual_commit=manual_commit)
+    elif turn not in TURN_STYLES:
+        raise ValueError(f"turn must be one of {', '.join(TURN_STYLES)}, got {turn!r}")
+    extra = dict(overrides.pop("extra_body", None) or {})
+    if manual_commit:
+        extra["auto_response"] = False
+    if extra:
+        overrides["extra_body"] = extra
+    voice = ref_audio_data_url(ref_audio) if ref_audio is not None else None
+    f = family(preset) if preset in FAMILY_NAMES else None
+    if f is not None and f.reference_voice:
+        config = PRESETS[f.name](ref_audio=voice, **overrides)
+    elif f is not None and not f.model_owned_turns:  # speech turns: no reference voice
+        config = PRESETS[f.name](manual=manual_commit or turn != "vad", **overrides)
     else:
-        plain = PLAIN.get(preset)
-        config = plain() if plain is not None else SessionConfig()
-        if ref_audio is not None:
-            overrides["ref_audio"] = ref_audio
-        config = config.with_overrides(**overrides)
+        base = PRESETS[f.name]() if f is not None else SessionConfig()
+        if voice is not None:
+            overrides["ref_audio"] = voice
+        config = base.with_overrides(**overrides)
     if turn == "vad" and not config.turn_detection:
         config = config.with_overrides(
             turn_detection=dict(SERVER_VAD), overlap_policy="barge_in_on_speech"

@@ -9,14 +9,14 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
 from rich.console import Console
 
+from duplex_cli.check_report import CheckReport
 from duplex_cli.options import QuietOpt, VerboseOpt
 from duplex_cli.running import setup_logging
 from duplex_client.client.http import (
@@ -42,50 +42,6 @@ EXIT_USAGE = 2
 MAX_TIMEOUT_S = 600.0
 #: Heartbeats sent to measure the round trip (the report gives their median).
 HEARTBEATS = 3
-
-
-@dataclass(slots=True)
-class CheckReport:
-    """What `check` found; `to_dict()` is the `--json` form."""
-
-    url: str
-    health: dict[str, Any] = field(default_factory=dict)
-    models: dict[str, Any] = field(default_factory=dict)
-    model: dict[str, Any] = field(default_factory=dict)
-    handshake: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, Any] = field(default_factory=dict)
-    session: dict[str, Any] = field(default_factory=dict)
-    round_trip: dict[str, Any] = field(default_factory=dict)
-    event_names: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    #: The failure is the user's to fix (several models and no `--model`): exit 2.
-    usage: bool = False
-
-    @property
-    def ok(self) -> bool:
-        """Whether every step answered."""
-        return self.error is None
-
-    def fail(self, message: str) -> None:
-        """Record the first failure (the one line `check` prints on stderr)."""
-        if self.error is None:
-            self.error = message
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON report."""
-        return {
-            "url": self.url,
-            "ok": self.ok,
-            "error": self.error,
-            "health": self.health,
-            "models": self.models,
-            "model": self.model,
-            "handshake": self.handshake,
-            "capabilities": self.capabilities,
-            "session": self.session,
-            "round_trip": self.round_trip,
-            "event_names": self.event_names,
-        }
 
 
 def _ms(started: float) -> float:

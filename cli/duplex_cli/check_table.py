@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.table import Table
 
-if TYPE_CHECKING:
-    from duplex_cli.check import CheckReport
+from duplex_cli.check_report import CheckReport
 
 _VALUE_CHARS = 120
 

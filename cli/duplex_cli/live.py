@@ -15,6 +15,7 @@ from duplex_cli.display import LivePanel
 from duplex_cli.live_display import print_live_summary, render_live
 from duplex_cli.options import (
     ADVANCED,
+    AUTO_PRESET,
     INPUT,
     OUTPUT,
     SERVER,
@@ -41,6 +42,7 @@ from duplex_cli.options import (
 )
 from duplex_cli.protocol_log import LoggedRunProgress, log_result
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
+from duplex_client.families import auto_preset
 from duplex_client.media.devices.keys import KeyInput, NoKeys, TerminalKeys
 from duplex_client.run.controls import LiveControls
 from duplex_client.run.live import run_live
@@ -77,9 +79,10 @@ def live_command(
         Opt(
             metavar=choices(LivePreset),
             rich_help_panel=SESSION,
-            help="Session preset (auto: from the server's capabilities).",
+            help=f"Session preset (auto: {auto_preset('model')} for --turn model, "
+            f"else {auto_preset('vad')}).",
         ),
-    ] = LivePreset.auto,
+    ] = AUTO_PRESET,
     ref_audio: RefAudioOpt = None,
     mic: Annotated[
         str | None,

@@ -1,7 +1,8 @@
 """Options shared by `stream`, `live` (and `eval`): defined once, as `Annotated` aliases.
 
 Choices are `StrEnum`s so `--help` shows `[a|b|c]` and a bad value is typer's usage error
-(exit 2). Help panels group a command's options: Input, Server, Session, Output, Advanced.
+(exit 2); the preset choices are built from the families table (`duplex_client.families`).
+Help panels group a command's options: Input, Server, Session, Output, Advanced.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
+from duplex_client import families
+
 INPUT, SERVER, SESSION, OUTPUT, ADVANCED = "Input", "Server", "Session", "Output", "Advanced"
-DEFAULT_MODEL = "openbmb/MiniCPM-o-4_5"
+#: The model asked for when nothing else names one (the default family's).
+DEFAULT_MODEL = families.DEFAULT_MODEL
 
 
 def choices(enum: type[StrEnum]) -> str:
@@ -21,27 +25,23 @@ def choices(enum: type[StrEnum]) -> str:
     return "[" + "|".join(member.value for member in enum) + "]"
 
 
-class Preset(StrEnum):
-    """Session presets of a file run (`stream`)."""
+# Members computed from the families table: mypy cannot list them (hence the ignores), so
+# code names a member by value, `Preset("minicpmo")`, never as an attribute.
+Preset = StrEnum("Preset", {name: name for name in families.PRESET_CHOICES})  # type: ignore[misc]
+Preset.__doc__ = "Session presets of a file run (`stream`, `eval`): the families, then `none`."
+_LIVE_PRESETS = {name: name for name in families.LIVE_PRESET_CHOICES}
+LivePreset = StrEnum("LivePreset", _LIVE_PRESETS)  # type: ignore[misc]
+LivePreset.__doc__ = "Session presets of `live`: `auto` (from `--turn`), then those of `stream`."
+#: `stream`'s default preset: the default family.
+DEFAULT_PRESET = Preset(families.DEFAULT_FAMILY)
+#: `live`'s default preset: chosen from `--turn`.
+AUTO_PRESET = LivePreset("auto")
 
-    minicpmo = "minicpmo"
-    joyai = "joyai"
-    aura = "aura"
-    personaplex = "personaplex"
-    nemotron = "nemotron"
-    none = "none"
 
-
-class LivePreset(StrEnum):
-    """Session presets of `live` (auto: from the server's capabilities)."""
-
-    auto = "auto"
-    minicpmo = "minicpmo"
-    joyai = "joyai"
-    aura = "aura"
-    personaplex = "personaplex"
-    nemotron = "nemotron"
-    none = "none"
+def default_models_help() -> str:
+    """The default model of each family that names one, for `--model`'s help."""
+    named = [f"{f.name}: {f.default_model}" for f in families.FAMILIES if f.default_model]
+    return "; ".join([*named, "others: none"])
 
 
 class Soundtrack(StrEnum):
@@ -95,8 +95,7 @@ ModelOpt = Annotated[
         panel=SERVER,
         metavar="NAME",
         help="Model name sent to the server. Default: the one model the server lists "
-        "(/v1/models), else the preset's (minicpmo: openbmb/MiniCPM-o-4_5; personaplex: "
-        "nvidia/personaplex-7b-v1; others: none).",
+        f"(/v1/models), else the preset's ({default_models_help()}).",
     ),
 ]
 ApiKeyOpt = Annotated[
@@ -122,7 +121,13 @@ RequireAudioOpt = Annotated[
 # Session
 RefAudioOpt = Annotated[
     str | None,
-    _opt(panel=SESSION, metavar="PATH", help="Reference voice WAV (MiniCPM-o on a real server)."),
+    _opt(
+        panel=SESSION,
+        metavar="PATH",
+        help="Reference voice WAV ("
+        + ", ".join(f.title for f in families.FAMILIES if f.reference_voice)
+        + " on a real server).",
+    ),
 ]
 InstructionsOpt = Annotated[str | None, _opt(panel=SESSION, metavar="TEXT", help="System prompt.")]
 TemperatureOpt = Annotated[

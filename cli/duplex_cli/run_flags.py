@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 from duplex_cli.options import (
     ADVANCED,
+    DEFAULT_PRESET,
     INPUT,
     OUTPUT,
     SERVER,
@@ -75,7 +76,7 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
     (
         "preset",
         Annotated[Preset, _opt(panel=SESSION, metavar=choices(Preset), help="Session preset.")],
-        Preset.minicpmo,
+        DEFAULT_PRESET,
     ),
     ("ref_audio", RefAudioOpt, None),
     (

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from duplex_cli.options import ADVANCED, OUTPUT, SERVER, choices
+from duplex_client.families import DEFAULT_FAMILY, PROFILE_FAMILIES
 from duplex_client.server.vllm_omni import DEFAULT_DEPLOY_CONFIG, DEFAULT_MODEL
 
 Opt = typer.Option
@@ -27,14 +28,11 @@ _REFERENCE, _VLLM = "Reference server", "vLLM-Omni"
 SERVE_FLAGS = {"limits": "--max-sessions", "asr_worker": "--asr-inline"}
 
 
-class Profile(StrEnum):
-    """Reference server profiles."""
-
-    minicpmo = "minicpmo"
-    aura = "aura"
-    joyai = "joyai"
-    personaplex = "personaplex"
-    nemotron = "nemotron"
+# One member per family with a reference profile; mypy cannot list computed members.
+Profile = StrEnum("Profile", {name: name for name in PROFILE_FAMILIES})  # type: ignore[misc]
+Profile.__doc__ = "Reference server profiles (the families `duplex-cli serve` emulates)."
+#: The profile served unless `--profile` says otherwise: the default family's.
+DEFAULT_PROFILE = Profile(DEFAULT_FAMILY)
 
 
 class Engine(StrEnum):
@@ -85,7 +83,7 @@ def serve_command(
     ] = Backend.reference,
     profile: Annotated[
         Profile, Opt(metavar=choices(Profile), rich_help_panel=_REFERENCE, help="Profile.")
-    ] = Profile.minicpmo,
+    ] = DEFAULT_PROFILE,
     engine: Annotated[
         Engine | None,
         Opt(

@@ -13,9 +13,19 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
-from duplex_client.client.connection import ClientConnection
 from duplex_client.client.consumers import Consumers
-from duplex_client.client.effects import (
+from duplex_client.client.link import Link
+from duplex_client.client.responses import ResponseHandle
+from duplex_client.client.resume import (
+    ReconnectPolicy,
+    ReconnectReport,
+    ResumeFailed,
+    resume_attempts,
+)
+from duplex_client.client.transport import Transport, TransportClosed
+from duplex_client.protocol.errors import DuplexSessionClosedError
+from duplex_client.protocol.session import (
+    ClientConnection,
     Closed,
     Decided,
     Deliver,
@@ -29,15 +39,6 @@ from duplex_client.client.effects import (
     Send,
     Settled,
 )
-from duplex_client.client.link import Link
-from duplex_client.client.resume import (
-    ReconnectPolicy,
-    ReconnectReport,
-    ResumeFailed,
-    resume_attempts,
-)
-from duplex_client.client.transport import Transport, TransportClosed
-from duplex_client.protocol.errors import DuplexSessionClosedError
 
 log = logging.getLogger("duplex_client")
 
@@ -47,7 +48,7 @@ class Driver:
 
     def __init__(
         self,
-        connection: ClientConnection,
+        connection: ClientConnection[ResponseHandle],
         link: Link,
         consumers: Consumers,
         *,
@@ -80,7 +81,9 @@ class Driver:
             if isinstance(effect, Deliver):
                 self._consumers.deliver(effect.event)
             elif isinstance(effect, Decided):
-                self._consumers.decide(effect.handle)
+                handle = effect.handle
+                assert isinstance(handle, ResponseHandle)  # the session makes only handles
+                self._consumers.decide(handle)
             elif isinstance(effect, Settled):
                 self._consumers.settle(effect.event_id, effect.outcome)
             elif isinstance(effect, Send):

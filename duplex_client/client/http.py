@@ -20,14 +20,16 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, ParamSpec, Protocol, TypeVar
 
+from duplex_client import families
 from duplex_client.client.transport import check_url
 from duplex_client.usage import UsageError
 
 if TYPE_CHECKING:
     import httpx
 
-#: The model sent when neither the user nor the server's model list names one.
-DEFAULT_MODEL: Final = "openbmb/MiniCPM-o-4_5"
+#: The model sent when neither the user nor the server's model list names one (the default
+#: family's).
+DEFAULT_MODEL: Final = families.DEFAULT_MODEL
 #: Seconds for one HTTP request (connect, write, read and pool waits each).
 DEFAULT_HTTP_TIMEOUT_S: Final = 5.0
 MAX_REDIRECTS: Final = 3

@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
-from duplex_client.client.connection import ClientConnection
-from duplex_client.client.effects import Output, Send, State
-from duplex_client.client.outbox import OutboxEntry
 from duplex_client.client.resume import Delivery
 from duplex_client.client.transport import Transport, TransportClosed
 from duplex_client.protocol.errors import (
@@ -22,6 +20,7 @@ from duplex_client.protocol.errors import (
     DuplexProtocolError,
     DuplexSessionClosedError,
 )
+from duplex_client.protocol.session import ClientConnection, OutboxEntry, Output, Send, State
 
 #: How long a handshake whose first send failed still reads what the server sent before.
 _REFUSAL_READ_S = 1.0
@@ -29,7 +28,7 @@ _REFUSAL_READ_S = 1.0
 
 async def handshake(
     transport: Transport,
-    connection: ClientConnection,
+    connection: ClientConnection[Any],
     update: Send,
     timeout: float,
     *,
@@ -61,7 +60,7 @@ async def handshake(
         raise
 
 
-async def _await_created(transport: Transport, connection: ClientConnection) -> Output:
+async def _await_created(transport: Transport, connection: ClientConnection[Any]) -> Output:
     while True:
         output = connection.receive_data(await transport.recv())
         if connection.state is State.OPEN:
@@ -71,7 +70,7 @@ async def _await_created(transport: Transport, connection: ClientConnection) -> 
 class Link:
     """The current transport of a session and the ordered writes to it."""
 
-    def __init__(self, connection: ClientConnection) -> None:
+    def __init__(self, connection: ClientConnection[Any]) -> None:
         self.transport: Transport | None = None
         self._conn = connection
         self._lock = asyncio.Lock()

@@ -1,30 +1,27 @@
-"""Response demultiplexing: one `ResponseHandle` per response, decisions, and id fencing (§4)."""
+"""`ResponseHandle`: a response's pure state plus its audio as a stream and an awaitable end.
+
+The state (decision, transcript, text, the audio kept, timings, acks) and the tracker that
+fills it are the pure core's (`duplex_client.protocol.session.responses`); the connection
+makes its responses as `ResponseHandle`s, and this shell adds what needs an event loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
 
 from duplex_client.client.queues import DropOldestQueue
-from duplex_client.protocol import client_events as ce
-from duplex_client.protocol import response_events as r
-from duplex_client.protocol.codec import CodecError
-from duplex_client.protocol.server_events import (
-    ErrorEvent,
-    InputAudioBufferCommitted,
-    InputAudioBufferSpeechStarted,
-    ServerEvent,
-)
-
-Decision = Literal["speak", "listen"]
-#: Whether received audio counts as played (`received`) or the caller reports it (`manual`).
-AckPolicy = Literal["received", "manual"]
+from duplex_client.protocol.session.responses import ResponseState
 
 
-class ResponseHandle:
-    """One model response (or a standalone listen): decision, transcript, text and audio."""
+class ResponseHandle(ResponseState):
+    """One model response (or a standalone listen): decision, transcript, text and audio.
+
+    `audio()` streams the chunks as they arrive to one consumer at a time; reading what was
+    kept (`audio_bytes()`, `audio_since(n)`) is not consuming and is always allowed.
+    """
 
     def __init__(
         self,
@@ -33,63 +30,26 @@ class ResponseHandle:
         sample_rate_hz: int = 24000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.response_id = response_id
-        self.decision: Decision | None = None
-        self.status: str | None = None
-        self.reason: str | None = None
-        self.metadata: dict[str, Any] = {}
-        self.sample_rate_hz = sample_rate_hz
-        self.transcript = ""
-        self.text = ""
-        self.played_ms = 0
-        self.acked_ms: int | None = None
-        self.fenced = False
-        #: A commit was processed after this response finished (acks may now be refused).
-        self.sealed = False
-        self.created_at = clock()
-        self.decided_at: float | None = None
-        self.first_audio_at: float | None = None
-        self.last_audio_at: float | None = None
-        self.first_text_at: float | None = None
-        self.done_at: float | None = None
-        #: Raw server events at the moments metrics are taken from (created, first_audio,
-        #: first_text, done): where a server reports its own request or engine metrics.
-        self.marks: dict[str, dict[str, Any]] = {}
-        #: The `function_call` items of a response that called functions (protocol "Tools").
-        self.function_calls: list[dict[str, Any]] = []
-        self._clock = clock
-        self._pcm = bytearray()
+        super().__init__(response_id, sample_rate_hz=sample_rate_hz, clock=clock)
         self._chunks: DropOldestQueue[bytes] = DropOldestQueue()
         self._done = asyncio.Event()
+        self._reader: weakref.ref[_AudioStream] | None = None
 
-    def __repr__(self) -> str:
-        return (
-            f"ResponseHandle(id={self.response_id!r}, decision={self.decision!r}, "
-            f"status={self.status!r}, audio_ms={self.audio_ms}, transcript={self.transcript!r})"
-        )
+    def audio(self) -> AsyncIterator[bytes]:
+        """PCM16 chunks as they arrive, until the response ends (one consumer at a time).
 
-    @property
-    def done(self) -> bool:
-        """Whether the response ended (done, listen, cancel or session end)."""
-        return self._done.is_set()
-
-    @property
-    def audio_ms(self) -> int:
-        """Duration of the audio received (and kept) for this response."""
-        return len(self._pcm) * 1000 // (2 * self.sample_rate_hz)
-
-    def audio_bytes(self) -> bytes:
-        """All PCM16 audio kept for this response so far."""
-        return bytes(self._pcm)
-
-    def audio_since(self, offset: int) -> bytes:
-        """Kept PCM16 audio from byte `offset` on (for incremental writers)."""
-        return bytes(memoryview(self._pcm)[offset:])
-
-    async def audio(self) -> AsyncIterator[bytes]:
-        """PCM16 chunks as they arrive, until the response ends (one consumer per handle)."""
-        async for chunk in self._chunks:
-            yield chunk
+        A second stream while the first is still open raises `RuntimeError`: each chunk goes
+        to one reader, so two would each miss part of the audio.
+        """
+        current = self._reader() if self._reader is not None else None
+        if current is not None and not current.ended:
+            raise RuntimeError(
+                f"response {self.response_id!r} audio already has a consumer: read it from "
+                "that one stream, or use audio_bytes()/audio_since(n)"
+            )
+        stream = _AudioStream(self._chunks)
+        self._reader = weakref.ref(stream)
+        return stream
 
     async def wait(self, timeout: float | None = None) -> ResponseHandle:
         """Wait until the response is done; returns self."""
@@ -97,277 +57,38 @@ class ResponseHandle:
             await self._done.wait()
         return self
 
-    # --- updated by the tracker ---
+    # --- told by the pure state ---
 
-    def _add_audio(self, pcm: bytes) -> None:
-        if not pcm:
-            return
-        now = self._clock()
-        if self.first_audio_at is None:
-            self.first_audio_at = now
-        self.last_audio_at = now
-        self._pcm += pcm
+    def _on_audio(self, pcm: bytes) -> None:
         self._chunks.put(pcm)
 
-    def _mark_text(self) -> None:
-        if self.first_text_at is None:
-            self.first_text_at = self._clock()
+    def _on_audio_end(self) -> None:
+        self._chunks.close()
 
-    def _finish(self, status: str, reason: str | None = None) -> None:
-        if self.done:
-            return
-        self.status = status
-        self.reason = reason
-        self.done_at = self._clock()
+    def _on_done(self) -> None:
         self._chunks.close()
         self._done.set()
 
 
-class ResponseTracker:
-    """Feeds on typed server events and yields handles once their decision is known."""
+class _AudioStream:
+    """One consumer's iteration over a handle's audio chunks (ended: exhausted or closed)."""
 
-    def __init__(
-        self,
-        on_decided: Callable[[ResponseHandle], None],
-        *,
-        sample_rate_hz: int = 24000,
-        interrupts_on_speech: bool = False,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._on_decided = on_decided
-        self._rate = sample_rate_hz
-        self.interrupts_on_speech = interrupts_on_speech
-        self._clock = clock
-        self.handles: dict[str, ResponseHandle] = {}
-        self.fenced: set[str] = set()
-        self.active: ResponseHandle | None = None
-        self.finished: list[ResponseHandle] = []
-        self._unsealed = 0  # finished[_unsealed:] have seen no commit since they finished
-        self._commits_in_flight: set[str] = set()
-        self.listens: list[ResponseHandle] = []
-        self.decode_errors = 0
+    def __init__(self, chunks: DropOldestQueue[bytes]) -> None:
+        self._chunks = chunks
+        self.ended = False
 
-    def _new(self, response_id: str | None) -> ResponseHandle:
-        handle = ResponseHandle(response_id, sample_rate_hz=self._rate, clock=self._clock)
-        if response_id is not None:
-            self.handles[response_id] = handle
-        return handle
+    def __aiter__(self) -> _AudioStream:
+        return self
 
-    def _decide(self, handle: ResponseHandle, decision: Decision) -> None:
-        if handle.decision is None:
-            handle.decision = decision
-            handle.decided_at = self._clock()
-            self._on_decided(handle)
+    async def __anext__(self) -> bytes:
+        if self.ended:
+            raise StopAsyncIteration
+        try:
+            return await self._chunks.get()
+        except StopAsyncIteration:
+            self.ended = True
+            raise
 
-    def fence(self, response_id: str | None) -> None:
-        """Stop accepting audio for a response (cancelled, cleared or interrupted)."""
-        if response_id is None:
-            return
-        self.fenced.add(response_id)
-        handle = self.handles.get(response_id)
-        if handle is not None:
-            handle.fenced = True
-            handle._chunks.close()
-
-    def _live(self, response_id: str | None) -> ResponseHandle | None:
-        if response_id is None or response_id in self.fenced:
-            return None
-        handle = self.handles.get(response_id)
-        return None if handle is None or handle.done else handle
-
-    def feed(self, event: ServerEvent) -> None:
-        """Apply one server event."""
-        if isinstance(event, r.ResponseCreated):
-            self._created(event)
-        elif isinstance(event, r.ResponseListen):
-            self._listen(event)
-        elif isinstance(event, r.ResponseDone):
-            self._done(event)
-        elif isinstance(event, InputAudioBufferCommitted):
-            self._commits_in_flight.discard(event.client_event_id or "")
-            for handle in self.finished[self._unsealed :]:
-                handle.sealed = True
-            self._unsealed = len(self.finished)
-        elif isinstance(event, ErrorEvent):
-            self._commits_in_flight.discard(event.error.event_id or "")
-        elif isinstance(event, r.OutputAudioBufferCleared):
-            self.fence(event.response_id)
-        elif isinstance(event, InputAudioBufferSpeechStarted):
-            if self.interrupts_on_speech and self.active is not None:
-                self.fence(self.active.response_id)
-        elif isinstance(event, r.ResponseEvent):
-            self._output(event)
-
-    def commit_sent(self, event_id: str) -> None:
-        """A final commit of ours is on its way: a response finishing before the server
-        processes it is sealed by it (its done arrives first, §5)."""
-        self._commits_in_flight.add(event_id)
-
-    def record_ack(self, response_id: str, played_ms: int) -> int:
-        """A playback ack is going out; returns the `played_ms` to send (acks never go back)."""
-        played = int(played_ms)
-        handle = self.handles.get(response_id)
-        if handle is not None:
-            played = max(played, handle.acked_ms or 0)
-            handle.played_ms = played
-            handle.acked_ms = played
-        return played
-
-    def acks_due(self, *, received_counts: bool, skip_sealed: bool) -> list[tuple[str, int, bool]]:
-        """`(response_id, played_ms, truncate)` of each finished response played past its ack.
-
-        `received_counts`: what arrived counts as played (else `played_ms` as reported);
-        `skip_sealed`: leave out responses a later commit sealed (`ack_only` refuses them, §5).
-        """
-        due: list[tuple[str, int, bool]] = []
-        for handle in self.finished:
-            if handle.response_id is None or (skip_sealed and handle.sealed):
-                continue
-            played = handle.audio_ms if received_counts else handle.played_ms
-            if handle.acked_ms is not None and played <= handle.acked_ms:
-                continue
-            due.append((handle.response_id, played, handle.fenced))
-        return due
-
-    def _created(self, event: r.ResponseCreated) -> None:
-        rid = event.response_id
-        if rid is None or rid in self.handles:
-            return
-        if self.active is not None and not self.active.done:
-            self.fence(self.active.response_id)  # superseded
-        handle = self._new(rid)
-        handle.metadata = dict(event.metadata)
-        handle.marks["created"] = event.raw
-        self.active = handle
-
-    def _listen(self, event: r.ResponseListen) -> None:
-        handle = self._live(event.response_id)
-        if handle is None:
-            if event.response_id is not None and event.response_id in self.handles:
-                return  # a listen for a finished or fenced response changes nothing
-            standalone = self._new(None)
-            standalone.metadata = dict(event.metadata)
-            self.listens.append(standalone)
-            self._decide(standalone, "listen")
-            standalone._finish("listening", event.reason)
-            return
-        handle.metadata.update(event.metadata)
-        self._decide(handle, "listen")
-
-    def _done(self, event: r.ResponseDone) -> None:
-        rid = event.response_id
-        handle = self.handles.get(rid) if rid is not None else None
-        if handle is None or handle.done:
-            return
-        calls = [i for i in event.response.get("output") or () if _is_call(i)]
-        if calls:
-            handle.function_calls = calls
-        if event.status == "cancelled":
-            self.fence(rid)
-        elif handle.decision is None and not calls:  # a function call is not speech
-            self._decide(handle, "speak")
-        if handle.decision is None:
-            self._decide(handle, "listen")
-        handle.marks["done"] = event.raw
-        handle._finish(event.status, event.reason)
-        self.finished.append(handle)
-        if self._commits_in_flight:
-            handle.sealed = True
-        if self.active is handle:
-            self.active = None
-
-    def _output(self, event: r.ResponseEvent) -> None:
-        handle = self._live(event.response_id)
-        if handle is None:
-            return
-        if isinstance(event, r.ResponseSpeak):
-            self._decide(handle, "speak")
-        elif isinstance(event, r.ResponseAudioDelta):
-            try:
-                pcm = event.pcm()
-            except CodecError:
-                self.decode_errors += 1
-                return
-            if event.sample_rate_hz:
-                handle.sample_rate_hz = event.sample_rate_hz
-            self._decide(handle, "speak")
-            if pcm:
-                handle.marks.setdefault("first_audio", event.raw)
-            handle._add_audio(pcm)
-        elif isinstance(event, r.ResponseAudioTranscriptDelta):
-            delta = self._text_delta(handle, event)
-            handle.transcript += delta
-        elif isinstance(event, r.ResponseAudioTranscriptDone):
-            handle.transcript = event.transcript or handle.transcript
-        elif isinstance(event, r.ResponseTextDelta):
-            delta = self._text_delta(handle, event)
-            handle.text += delta
-        elif isinstance(event, r.ResponseTextDone):
-            handle.text = event.text or handle.text
-
-    def _text_delta(
-        self, handle: ResponseHandle, event: r.ResponseAudioTranscriptDelta | r.ResponseTextDelta
-    ) -> str:
-        """A transcript or text delta decides `speak` and marks the first text; its delta."""
-        self._decide(handle, "speak")
-        if event.delta:
-            handle.marks.setdefault("first_text", event.raw)
-            handle._mark_text()
-        return event.delta
-
-    def close(self, reason: str) -> None:
-        """End every open response (the session ended)."""
-        for handle in self.handles.values():
-            if not handle.done:
-                if handle.decision is None:
-                    self._decide(handle, "listen")
-                handle._finish("incomplete", reason)
-
-
-class PlaybackAcks:
-    """When playback acks go out (§5): at `response.done` under `received`, before commits.
-
-    Builds `playback.ack` events from the tracker's handles; the connection sends them.
-    """
-
-    def __init__(self, tracker: ResponseTracker, policy: AckPolicy) -> None:
-        self.tracker = tracker
-        #: `received`: what arrived counts as played; `manual`: `played_ms` as reported.
-        self.policy: AckPolicy = policy
-        self._armed = False
-
-    def arm(self, event: ServerEvent) -> bool:
-        """Whether `event` asks for acks soon (a response finished and nothing is armed yet)."""
-        if not isinstance(event, r.ResponseDone) or self.policy != "received" or self._armed:
-            return False
-        self._armed = True
-        return True
-
-    def ack(
-        self, played_ms: int, response_id: str, committed_ms: int | None, truncate: bool
-    ) -> ce.PlaybackAck:
-        """The ack for one response (its handle records it; acks never move back)."""
-        played = self.tracker.record_ack(response_id, played_ms)
-        return ce.PlaybackAck(
-            response_id=response_id, played_ms=played, committed_ms=committed_ms, truncate=truncate
-        )
-
-    def disarm(self) -> None:
-        """The timer fired with nothing to send (the next `response.done` arms it again)."""
-        self._armed = False
-
-    def due(self, *, skip_sealed: bool) -> list[ce.PlaybackAck]:
-        """Acks for finished responses played past their last ack (disarms the timer).
-
-        `skip_sealed` (`ack_only`): a response a later commit sealed is left out, as the
-        server would refuse its ack.
-        """
-        self._armed = False
-        due = self.tracker.acks_due(
-            received_counts=self.policy == "received", skip_sealed=skip_sealed
-        )
-        return [self.ack(played, rid, None, truncate) for rid, played, truncate in due]
-
-
-def _is_call(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") == "function_call"
+    async def aclose(self) -> None:
+        """Stop consuming: another `audio()` stream may start (chunks not taken stay queued)."""
+        self.ended = True

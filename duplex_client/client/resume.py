@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from duplex_client.client.outbox import InputKind
 from duplex_client.client.transport import Transport, TransportClosed
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.codec import CodecError, dumps, loads
 from duplex_client.protocol.errors import FATAL_RESUME_CODES, DuplexConnectionError
 from duplex_client.protocol.events import parse_server_event
+from duplex_client.protocol.session.outbox import InputKind
 
 log = logging.getLogger("duplex_client")
 

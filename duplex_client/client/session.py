@@ -12,31 +12,38 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Unpack
 
-from duplex_client.client.config import SessionConfig
-from duplex_client.client.connection import ClientConnection
 from duplex_client.client.consumers import Consumers
 from duplex_client.client.consumers import EventListener as EventListener
 from duplex_client.client.driver import Driver
-from duplex_client.client.effects import LocalProtocolError, Send, State
-from duplex_client.client.inputs import AppendFields, PcmInput
-from duplex_client.client.inputs import PcmArray as PcmArray
 from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
 from duplex_client.client.queues import Subscription as Subscription
-from duplex_client.client.responses import AckPolicy, ResponseHandle, ResponseTracker
+from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.resume import ReconnectListener, ReconnectPolicy, ReconnectReport
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.tools import CallRecord, FunctionCall, ToolDesk
 from duplex_client.client.tools import Handler as ToolHandler
 from duplex_client.client.transport import Transport
-from duplex_client.client.waiters import unwrap
 from duplex_client.framing.pcm_format import PcmFormat
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import DuplexSessionClosedError
+from duplex_client.protocol.session import (
+    AckPolicy,
+    AppendFields,
+    ClientConnection,
+    LocalProtocolError,
+    PcmInput,
+    ResponseTracker,
+    Send,
+    SessionConfig,
+    State,
+    unwrap,
+)
+from duplex_client.protocol.session import PcmArray as PcmArray
 from duplex_client.protocol.tools import function_call_output, output_text
 
 
@@ -70,6 +77,8 @@ class DuplexClientBase:
             heartbeat_interval_s=heartbeat_interval_s,
             max_queued_bytes=(self.reconnect_policy or ReconnectPolicy()).max_queued_bytes,
             clock=clock,
+            new_response=ResponseHandle,
+            encode_audio=encode_g711,
         )
         self._consumers = Consumers(queue_size, clock)
         self._link = Link(self.connection)
@@ -122,7 +131,7 @@ class DuplexClientBase:
         return self.connection.closed_reason
 
     @property
-    def tracker(self) -> ResponseTracker:
+    def tracker(self) -> ResponseTracker[ResponseHandle]:
         """The response tracker: every handle, the active one, the finished ones."""
         return self.connection.tracker
 
@@ -417,3 +426,10 @@ class DuplexClientBase:
         self._tools.end()
         self._driver.perform(self.connection.terminate("client_close"))
         await self._driver.stop()
+
+
+def encode_g711(pcm: bytes, audio_format: str, sample_rate_hz: int) -> bytes:
+    """PCM16 as G.711 for a `g711_ulaw`/`g711_alaw` session (the media layer's codec, PyAV)."""
+    from duplex_client.media.g711 import encode
+
+    return encode(pcm, audio_format, sample_rate_hz)

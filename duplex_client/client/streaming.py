@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Unpack, runtime_checkable
 
-from duplex_client.client.inputs import AppendFields
 from duplex_client.client.prefetch import PlanPrefetcher
 from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
@@ -34,6 +33,7 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid, samples_to_ms
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.server_events import ServerEvent
+from duplex_client.protocol.session.inputs import AppendFields
 
 #: Deadlines are met to within this much (guards against float residue in sleep loops).
 _DEADLINE_SLACK_S = 1e-6

@@ -1,11 +1,14 @@
-"""Waiting for request outcomes: the asyncio futures over the connection's `Outcomes`."""
+"""Waiting for request outcomes: the asyncio futures over the connection's `Outcomes`.
+
+The pure part (the outcomes kept, `unwrap`) is `duplex_client.protocol.session.outcomes`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 
 from duplex_client.protocol import server_events as se
-from duplex_client.protocol.errors import DuplexProtocolError, DuplexSessionClosedError
+from duplex_client.protocol.errors import DuplexSessionClosedError
 
 
 class Waiters:
@@ -42,10 +45,3 @@ class Waiters:
             for future in waiting:
                 if not future.done():
                     future.set_exception(DuplexSessionClosedError(reason))
-
-
-def unwrap(outcome: se.ServerEvent) -> se.ServerEvent:
-    """The acknowledgement itself; an error echoing the request raises `DuplexProtocolError`."""
-    if isinstance(outcome, se.ErrorEvent):
-        raise DuplexProtocolError.from_error(outcome.error, outcome.raw)
-    return outcome

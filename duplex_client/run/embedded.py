@@ -12,13 +12,14 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 
+from duplex_client.families import DEFAULT_FAMILY
 from duplex_client.protocol.errors import DuplexConnectionError
 
 
 @contextlib.asynccontextmanager
 async def embedded_server(
     *,
-    profile: str = "minicpmo",
+    profile: str = DEFAULT_FAMILY,
     require_audio: bool = False,
     engine: str | None = None,
     max_sessions: int = 1,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.client.resume import ReconnectPolicy
-from duplex_client.families import LIVE_PRESET_CHOICES, preset_family
+from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
@@ -226,7 +226,7 @@ class RunOptions:
         """The preset in effect (`auto`: minicpmo for the model's turns, joyai otherwise)."""
         if self.preset != "auto":
             return self.preset
-        return "minicpmo" if self.turn == "model" else "joyai"
+        return auto_preset(self.turn if self.turn in TURN_MODES else "model")
 
     def reconnect_policy(self) -> ReconnectPolicy | None:
         """The client's reconnect policy (None with `reconnect=False`)."""

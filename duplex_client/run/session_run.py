@@ -23,7 +23,7 @@ from duplex_client.bundle.writer import RunBundle
 from duplex_client.client.streaming import StreamResult
 from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
-from duplex_client.families import preset_family
+from duplex_client.families import embedded_profile as family_profile
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.timeline import InputTimeline
@@ -97,8 +97,7 @@ async def with_listed_model(
 
 def embedded_profile(options: RunOptions) -> str:
     """The reference server profile for the options' preset (the default family's if none)."""
-    family = preset_family(options.preset_name())
-    return family.name if family is not None and family.reference_profile else "minicpmo"
+    return family_profile(options.preset_name())
 
 
 @contextlib.asynccontextmanager

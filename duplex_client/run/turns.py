@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from duplex_client.usage import UsageError
 
+#: The turn styles of `families.TURN_STYLES`, as a type (a test keeps the two equal).
 TurnMode = Literal["model", "vad", "ptt"]
-TURN_MODES: tuple[TurnMode, ...] = ("model", "vad", "ptt")
+TURN_MODES: tuple[TurnMode, ...] = get_args(TurnMode)
 #: Turn modes whose turns end with commits (the client's on release, or server VAD's).
 COMMIT_TURNS: frozenset[str] = frozenset({"vad", "ptt"})
 

@@ -11,6 +11,7 @@ import asyncio
 import signal
 import sys
 
+from duplex_client.families import DEFAULT_FAMILY
 from duplex_client.server.app import ReferenceServer
 
 
@@ -18,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m duplex_client.server", description=__doc__)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
-    p.add_argument("--profile", default="minicpmo")
+    p.add_argument("--profile", default=DEFAULT_FAMILY)
     p.add_argument("--engine", choices=("speech", "scripted"), default=None)
     p.add_argument("--require-audio", action="store_true")
     p.add_argument("--max-sessions", type=int, default=1)

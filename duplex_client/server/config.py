@@ -6,6 +6,7 @@ import importlib.util
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from duplex_client.families import DEFAULT_FAMILY
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.engine.script import Script, ScriptedEngine
 from duplex_client.server.faults import Faults
@@ -43,7 +44,7 @@ class ServerConfig:
 
     host: str = "127.0.0.1"
     port: int = 0
-    profile: str = "minicpmo"
+    profile: str = DEFAULT_FAMILY
     require_audio: bool = False
     illegal_unit_code: str | None = None
     first_unit_ms: int | None = None

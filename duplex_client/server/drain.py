@@ -10,17 +10,49 @@ The session stays open until `session.close`.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from duplex_client.protocol import client_events as ce
+from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import ErrorCode
-from duplex_client.protocol.server_events import StreamDrained
+from duplex_client.protocol.server_events import ServerEvent, StreamDrained
+from duplex_client.server.conversation import Conversation
 from duplex_client.server.errors import Reject, event_ref
-from duplex_client.server.ports import SessionPort
+from duplex_client.server.input_buffer import InputBuffer
+from duplex_client.server.pipeline import Pipeline
 
 #: Input events refused once the stream ended.
 _INPUT_TYPES = frozenset(
     {ce.InputAudioBufferAppend.TYPE, ce.InputAudioBufferCommit.TYPE, ce.SessionEnd.TYPE}
 )
 CONTINUOUS_STREAM = "continuous_stream"
+
+
+class Host(Protocol):
+    """What the drain reads of its session (the session, or the `SessionPort` handlers hold)."""
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+
+    @property
+    def caps(self) -> Capabilities:
+        """The advertised capabilities."""
+
+    @property
+    def inputs(self) -> InputBuffer:
+        """Accepted input not yet in a turn."""
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The model's serial input pipeline."""
+
+    @property
+    def conversation(self) -> Conversation:
+        """Responses and history."""
+
+    def emit(self, event: ServerEvent, now: float) -> None:
+        """Send a server event."""
 
 
 class StreamDrain:
@@ -37,7 +69,7 @@ class StreamDrain:
         if self.ended and etype in _INPUT_TYPES:
             raise Reject(ErrorCode.BAD_EVENT, f"{etype} after session.end: input ended", "type")
 
-    def end(self, s: SessionPort, event: ce.SessionEnd) -> None:
+    def end(self, s: Host, event: ce.SessionEnd) -> None:
         """Accept `session.end`: remember who asked and what input is left undecided."""
         if s.caps.response_lifecycle != CONTINUOUS_STREAM:
             raise Reject(
@@ -49,7 +81,7 @@ class StreamDrain:
         self._client_event_id = event_ref(event)
         self._dropped_ms = s.inputs.partial_ms
 
-    def poll(self, s: SessionPort, now: float) -> None:
+    def poll(self, s: Host, now: float) -> None:
         """Send `stream_drained` once every unit is decided and no response is playing."""
         if not self.ended or self.drained:
             return
@@ -65,8 +97,3 @@ class StreamDrain:
             dropped_ms=self._dropped_ms,
         )
         s.emit(drained, now)
-
-
-def on_session_end(s: SessionPort, event: ce.SessionEnd, now: float) -> None:
-    """`session.end`: end the input stream; `stream_drained` follows when output is out."""
-    s.drain.end(s, event)

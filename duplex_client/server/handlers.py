@@ -19,7 +19,7 @@ from duplex_client.protocol.server_events import (
     InputAudioBufferCleared,
     SessionHeartbeatAck,
 )
-from duplex_client.server import drain, ids, intake, playback, tools, turn_signals, turns
+from duplex_client.server import ids, intake, playback, tools, turn_signals, turns
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
@@ -54,6 +54,11 @@ def on_event_ack(s: SessionPort, event: ce.SessionEventAck, now: float) -> None:
             f"ack {event.server_event_seq} is above the highest seq sent ({journal.last_seq})",
             "server_event_seq",
         )
+
+
+def on_session_end(s: SessionPort, event: ce.SessionEnd, now: float) -> None:
+    """`session.end`: end the input stream; `stream_drained` follows when output is out."""
+    s.drain.end(s, event)
 
 
 def on_close(s: SessionPort, event: ce.SessionClose, now: float) -> None:
@@ -211,7 +216,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     ce.SessionHeartbeat.TYPE: on_heartbeat,
     ce.SessionEventAck.TYPE: on_event_ack,
     ce.SessionClose.TYPE: on_close,
-    ce.SessionEnd.TYPE: drain.on_session_end,
+    ce.SessionEnd.TYPE: on_session_end,
     ce.SessionResume.TYPE: on_resume,
     ce.InputAudioBufferAppend.TYPE: intake.append,
     ce.InputAudioBufferCommit.TYPE: turns.commit,

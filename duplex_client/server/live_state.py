@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from duplex_client.server.conversation import Conversation
-    from duplex_client.server.input_buffer import InputBuffer
-    from duplex_client.server.retained import RetainedTurns
+from duplex_client.server.conversation import Conversation
+from duplex_client.server.input_buffer import InputBuffer
+from duplex_client.server.retained import RetainedTurns
 
 #: Cancel reasons that are a barge-in (the user spoke over the answer).
 BARGE_IN_REASONS: Final = frozenset({"barge_in", "turn_detected"})

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.server_events import ServerEvent
 from duplex_client.server.conversation import Conversation
+from duplex_client.server.drain import StreamDrain
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject
 from duplex_client.server.faults import Faults
@@ -19,9 +20,6 @@ from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.turn_state import TurnTracker
-
-if TYPE_CHECKING:
-    from duplex_client.server.drain import StreamDrain
 
 
 class SessionPort(Protocol):

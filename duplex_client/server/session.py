@@ -40,6 +40,7 @@ from duplex_client.server.live_state import live_state
 from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
+from duplex_client.server.session_object import build_session_object
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.turn_state import TurnTracker
 
@@ -205,7 +206,8 @@ class DuplexSession:
 
     def session_object(self) -> dict[str, Any]:
         """The `session` object of `session.created` / `session.updated`."""
-        return self._settings.session_object(
+        return build_session_object(
+            self._settings,
             session_id=self._session_id,
             state=self.life.state.wire,
             epoch=self._epoch,

@@ -13,14 +13,6 @@ from typing import Any, Final
 
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.fields import SchemaError
-from duplex_client.protocol.objects import (
-    AudioFormat,
-    AudioInfo,
-    AudioInputInfo,
-    AudioOutputInfo,
-    PlaybackTotals,
-    SessionObject,
-)
 from duplex_client.protocol.requests import (
     BYTES_PER_SAMPLE,
     G711_DEFAULT_RATE,
@@ -31,7 +23,6 @@ from duplex_client.protocol.requests import (
 )
 from duplex_client.server.errors import Reject
 from duplex_client.server.knobs import EXTRA_DEFAULTS, merge_extra_body
-from duplex_client.server.live_state import LiveState
 from duplex_client.server.profiles import Profile
 from duplex_client.server.tool_settings import check_session_tools
 
@@ -142,70 +133,6 @@ class SessionSettings:
         """`extra_body.force_listen_count`."""
         value = self.extra_body.get("force_listen_count", 0)
         return value if isinstance(value, int) else 0
-
-    def session_object(
-        self,
-        *,
-        session_id: str,
-        state: str,
-        epoch: int,
-        capabilities: dict[str, Any],
-        playback: PlaybackTotals,
-        live: LiveState,
-    ) -> SessionObject:
-        """The `session` object of `session.created` / `session.updated` (no `ref_audio`)."""
-        cap = self.max_output_tokens
-        return SessionObject(
-            id=session_id,
-            state=state,
-            turn_state=live.turn_state,
-            epoch=epoch,
-            turn_id=live.turn_id,
-            active_request_id=live.active_request_id,
-            active_response_id=live.active_response_id,
-            active_response_turn_id=live.active_response_turn_id,
-            model=self.model,
-            modalities=list(self.modalities),
-            output_modalities=list(self.modalities),
-            input_audio_format=self.input_format,
-            sample_rate_hz=self.input_rate,
-            audio=AudioInfo(
-                input=AudioInputInfo(
-                    format=AudioFormat(type=_format_type(self.input_format), rate=self.input_rate),
-                    sample_rate_hz=self.input_rate,
-                    turn_detection=self.turn_detection,
-                ),
-                output=AudioOutputInfo(
-                    format=AudioFormat(rate=self.output_rate), sample_rate_hz=self.output_rate
-                ),
-            ),
-            turn_detection=self.turn_detection,
-            overlap_policy=self.overlap_policy,
-            overlap_short_ack_ms=self.overlap_short_ack_ms,
-            overlap_barge_in_ms=self.overlap_barge_in_ms,
-            overlap_silence_rms=self.overlap_silence_rms,
-            input_audio_transcription=self.input_audio_transcription,
-            playback_commit_policy=self.playback_commit_policy,
-            instructions=self.instructions,
-            voice=self.voice,
-            temperature=self.temperature,
-            max_response_output_tokens=cap,
-            max_tokens=cap if isinstance(cap, int) else None,
-            speed=self.speed,
-            tracing=self.tracing,
-            idle_timeout_s=self.idle_timeout_s,
-            extra_body=dict(self.extra_body),
-            capabilities=capabilities,
-            playback=playback,
-            tools=[dict(t) for t in self.tools],
-            tool_choice=self.tool_choice,
-            extras=dict(self.extras),
-        )
-
-
-def _format_type(input_format: str) -> str:
-    """The `audio.input.format.type` of an input encoding (`audio/pcm` for both PCMs)."""
-    return f"audio/{input_format}" if input_format in G711_FORMATS else "audio/pcm"
 
 
 def initial_settings(profile: Profile, default_idle_timeout_s: float) -> SessionSettings:

@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import quote
 
-DEFAULT_MODEL: Final = "openbmb/MiniCPM-o-4_5"
+from duplex_client import families
+
+#: The default family's model (MiniCPM-o 4.5); the deploy config below is that model's.
+DEFAULT_MODEL: Final = families.DEFAULT_MODEL
 #: vLLM-Omni's single-GPU MiniCPM-o 4.5 deploy config (declares `session_mode: duplex`).
 DEFAULT_DEPLOY_CONFIG: Final = "vllm_omni/deploy/minicpmo_4_5.yaml"
 _STOP_GRACE_S: Final = 15.0

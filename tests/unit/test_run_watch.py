@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duplex_client.bundle.writer import RunBundle
-from duplex_client.client.responses import ResponseTracker
 from duplex_client.framing import InputTimeline, SendTiming
 from duplex_client.framing.pcm_format import DEFAULT_PCM
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.protocol import Capabilities, UnitKind, b64encode, parse_server_event
+from duplex_client.protocol.session import ResponseTracker
 from duplex_client.run.options import RunFailed, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import session_handles

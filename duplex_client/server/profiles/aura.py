@@ -6,13 +6,9 @@ audio and no `video_frames` is refused with `invalid_input_modality` (as ours is
 
 from __future__ import annotations
 
-from duplex_client.protocol.errors import ErrorCode
-from duplex_client.server.profiles.base import Profile
+from dataclasses import replace
 
-AURA = Profile(
-    name="aura",
-    implementation_level="model_native_duplex",
-    required_modalities=("video",),
-    optional_modalities=("audio",),
-    illegal_unit_code=ErrorCode.INVALID_INPUT_MODALITY,
-)
+from duplex_client.protocol.errors import ErrorCode
+from duplex_client.server.profiles.base import family_profile
+
+AURA = replace(family_profile("aura"), illegal_unit_code=ErrorCode.INVALID_INPUT_MODALITY)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from duplex_client.families import family
 from duplex_client.protocol.capabilities import (
     DEFAULT_CHUNK_PERIOD_MS,
     DEFAULT_FIRST_UNIT_MS,
@@ -88,3 +89,42 @@ class Profile:
                 **self.extra_capabilities,
             },
         )
+
+
+#: The input a handshake gets when neither it nor the capabilities name one (protocol.md §2.1).
+_PROTOCOL_INPUT = ("pcm16", 16000)
+
+
+def family_profile(name: str) -> Profile:
+    """The profile of family `name` with every client-facing value from its table entry.
+
+    Server-only choices (error codes, fixed persona, signal sources) are left at their
+    defaults for the profile module to set.
+    """
+    f = family(name)
+    native_input = (f.input_format, f.input_rate_hz)
+    return Profile(
+        name=f.name,
+        implementation_level="model_native_duplex" if f.model_owned_turns else "chat_fallback",
+        required_modalities=f.required_modalities,
+        optional_modalities=f.optional_modalities,
+        first_unit_ms=f.first_unit_ms,
+        chunk_period_ms=f.chunk_period_ms,
+        has_server_vad=f.server_vad,
+        supports_audio_truncate=f.audio_truncate,
+        default_input_format=f.input_format,
+        default_input_rate=f.input_rate_hz,
+        resumable=f.session_resume,
+        barge_in=f.barge_in,
+        # A turn-based server states no lifecycle; the client reads its absence as turns.
+        response_lifecycle=f.lifecycle if f.lifecycle == "continuous_stream" else None,
+        supports_tools=f.tools,
+        # A continuous stream keeps the protocol's default flag: its lifecycle, not this
+        # flag, tells clients to send no commits (`takes_commits`, protocol.md §9.2).
+        supports_client_commit=f.client_commits or f.lifecycle == "continuous_stream",
+        extra_capabilities=(
+            {"input_audio_format": f.input_format, "input_sample_rate_hz": f.input_rate_hz}
+            if native_input != _PROTOCOL_INPUT
+            else {}
+        ),
+    )

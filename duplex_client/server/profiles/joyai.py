@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-from duplex_client.server.profiles.base import Profile
+from duplex_client.server.profiles.base import family_profile
 
-JOYAI = Profile(
-    name="joyai",
-    implementation_level="chat_fallback",
-    required_modalities=(),
-    optional_modalities=("audio", "video"),
-    has_server_vad=True,
-)
+JOYAI = family_profile("joyai")

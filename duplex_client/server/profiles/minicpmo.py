@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from duplex_client.server.profiles.base import Profile
+from duplex_client.server.profiles.base import Profile, family_profile
 
-MINICPMO = Profile(
-    name="minicpmo",
-    implementation_level="model_native_duplex",
-    required_modalities=(),
-    optional_modalities=("audio", "video"),
-)
+MINICPMO = family_profile("minicpmo")
 
 
 def minicpmo_profile(

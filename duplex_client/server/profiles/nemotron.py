@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from duplex_client.server.profiles.base import Profile
+from dataclasses import replace
 
-NEMOTRON = Profile(
-    name="nemotron",
-    implementation_level="model_native_duplex",
-    required_modalities=("audio",),
-    optional_modalities=(),
-    first_unit_ms=80,
-    chunk_period_ms=80,
-    barge_in=False,
-    supports_audio_truncate=False,
-    response_lifecycle="continuous_stream",
-    supports_tools=True,
-    signal_sources=("model_native", "client_event"),
-)
+from duplex_client.server.profiles.base import family_profile
+
+NEMOTRON = replace(family_profile("nemotron"), signal_sources=("model_native", "client_event"))

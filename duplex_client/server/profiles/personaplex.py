@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from duplex_client.server.profiles.base import Profile
+from dataclasses import replace
 
-PERSONAPLEX = Profile(
-    name="personaplex",
-    implementation_level="model_native_duplex",
-    required_modalities=("audio",),
-    optional_modalities=(),
-    first_unit_ms=80,
-    chunk_period_ms=80,
-    default_input_format="pcm_f32le",
-    default_input_rate=24000,
-    resumable=False,
-    barge_in=False,
+from duplex_client.server.profiles.base import family_profile
+
+PERSONAPLEX = replace(
+    family_profile("personaplex"),
     fixed_persona=True,
     fixed_voice=True,
-    supports_audio_truncate=False,
-    supports_client_commit=False,
     signal_sources=("model_native",),
-    extra_capabilities={"input_audio_format": "pcm_f32le", "input_sample_rate_hz": 24000},
 )

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from duplex_client.client.outbox import Outbox
 from duplex_client.client.resume import (
     ReconnectPolicy,
     ResumeFailed,
@@ -17,6 +16,7 @@ from duplex_client.client.resume import (
 from duplex_client.client.transport import TransportClosed
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol.errors import FATAL_RESUME_CODES, DuplexConnectionError
+from duplex_client.protocol.session import Outbox
 
 
 class FakeTransport:

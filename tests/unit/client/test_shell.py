@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from duplex_client import DuplexClientBase, LocalProtocolError
-from duplex_client.client.effects import State
 from duplex_client.client.transport import TransportClosed
 from duplex_client.protocol.errors import DuplexSessionClosedError
+from duplex_client.protocol.session import State
 
 CAPS = {"supports_playback_ack": True, "required_input_modalities": []}
 

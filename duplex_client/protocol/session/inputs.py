@@ -1,8 +1,12 @@
-"""Checked input for the session client: PCM as whole samples and append events (§3.2)."""
+"""Checked input for the session client: PCM as whole samples and append events (§3.2).
+
+Companded encodings (G.711) need a codec, which lives in the media layer: the shell passes
+one in (`AudioEncoder`), so this module stays free of media libraries.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypedDict, Unpack
 
 from duplex_client.protocol import client_events as ce
@@ -11,8 +15,10 @@ from duplex_client.protocol.codec import b64encode, encode_image
 
 #: Bytes per sample of the input encodings the client can send.
 BYTES_PER_SAMPLE = {"pcm16": 2, "pcm_s16le": 2, "s16le": 2, "pcm_f32le": 4}
-#: Encodings sent companded: the caller's PCM16 is G.711-encoded (PyAV) as each append is built.
+#: Encodings sent companded: the caller's PCM16 is G.711-encoded as each append is built.
 G711_ENCODINGS = ("g711_ulaw", "g711_alaw")
+#: Turns PCM16 into a companded encoding: `(pcm, audio_format, sample_rate_hz) -> bytes`.
+AudioEncoder = Callable[[bytes, str, int], bytes]
 
 
 class PcmArray(Protocol):
@@ -77,9 +83,13 @@ def build_append(
     width: int,
     rate: int,
     audio_format: str,
+    encode: AudioEncoder | None = None,
     **fields: Unpack[AppendFields],
 ) -> ce.InputAudioBufferAppend:
-    """The append event for checked PCM and frames; raises `ValueError` for an illegal one."""
+    """The append event for checked PCM and frames; raises `ValueError` for an illegal one.
+
+    `encode` compands the PCM for a G.711 `audio_format` (required for those).
+    """
     frames = tuple(encode_image(f) for f in fields.get("video_frames", ()))
     is_speech = fields.get("is_speech")
     if not data and not frames:
@@ -93,7 +103,7 @@ def build_append(
     samples = len(data) // width
     total = samples_before + samples
     return ce.InputAudioBufferAppend(
-        audio=b64encode(_wire_audio(data, audio_format, rate)) if data else "",
+        audio=b64encode(_wire_audio(data, audio_format, rate, encode)) if data else "",
         duration_ms=round(samples * 1000 / rate),
         audio_end_ms=round(total * 1000 / rate),
         video_frames=frames,
@@ -106,20 +116,24 @@ def build_append(
     )
 
 
-def _wire_audio(pcm: bytes, audio_format: str, rate: int) -> bytes:
+def _wire_audio(pcm: bytes, audio_format: str, rate: int, encode: AudioEncoder | None) -> bytes:
     """The bytes an append carries: the PCM itself, or its G.711 coding (one byte a sample)."""
     if audio_format not in G711_ENCODINGS:
         return pcm
-    from duplex_client.media.g711 import encode
-
+    if encode is None:
+        raise ValueError(f"{audio_format} input needs a G.711 encoder (encode_audio=)")
     return encode(pcm, audio_format, rate)
 
 
 class InputCounter:
     """A session's cumulative input audio, counted as each append is built (§3.1)."""
 
-    def __init__(self, audio_format: str, sample_rate_hz: int) -> None:
+    def __init__(
+        self, audio_format: str, sample_rate_hz: int, encode: AudioEncoder | None = None
+    ) -> None:
         self.audio_format = audio_format
+        #: Compands PCM16 for a G.711 `audio_format` (the shell's codec).
+        self.encode = encode
         self.width = BYTES_PER_SAMPLE.get(audio_format, 2)
         self.rate = sample_rate_hz
         #: Cumulative audio appended so far, in samples.
@@ -143,6 +157,7 @@ class InputCounter:
             width=self.width,
             rate=self.rate,
             audio_format=self.audio_format,
+            encode=self.encode,
             **fields,
         )
         return event, len(data) // self.width

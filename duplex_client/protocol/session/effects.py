@@ -1,4 +1,4 @@
-"""What the sans-I/O `ClientConnection` hands its shell: states, effects and wrong-state errors.
+"""What the sans-I/O `ClientConnection` hands its shell: effects, in order.
 
 Every connection method that can change the state returns an `Output`: an ordered tuple of
 effects. The shell performs them in order: `Deliver` goes to listeners and subscribers,
@@ -8,49 +8,13 @@ connection back, `Reconnect` and `Resend` drive a resume, and `Closed` ends the 
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from duplex_client.client.outbox import OutboxEntry
-from duplex_client.client.responses import ResponseHandle
 from duplex_client.protocol.codec import dumps
-from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.protocol.server_events import ServerEvent
-
-
-class State(enum.Enum):
-    """Where a client connection is in its life (protocol.md §2, §2.5, §6.1)."""
-
-    #: `session.update` is out (or about to be); waiting for `session.created`.
-    CONNECTING = "connecting"
-    #: Attached: events flow both ways.
-    OPEN = "open"
-    #: The socket is gone and the session is being resumed: input queues, control waits.
-    RESUMING = "resuming"
-    #: `session.close` is out; waiting for `session.closed` (or the socket's end).
-    CLOSING = "closing"
-    #: The session ended; nothing more is sent.
-    CLOSED = "closed"
-
-
-class LocalProtocolError(DuplexClientError):
-    """A call the connection's state does not allow (a bug in the caller, as in h11)."""
-
-    def __init__(self, message: str, *, state: State | None = None) -> None:
-        super().__init__(message)
-        self.state = state
-
-
-class SessionEndedError(DuplexSessionClosedError, LocalProtocolError):
-    """A send after the session ended: a closed session and a wrong-state call at once."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.state = State.CLOSED
-
-
-# --- effects ---
+from duplex_client.protocol.session.outbox import OutboxEntry
+from duplex_client.protocol.session.responses import ResponseState
 
 #: Events that are pointless after a reconnect (a new ack or heartbeat follows anyway).
 DROPPABLE = frozenset({"session.event_ack", "session.heartbeat"})
@@ -67,7 +31,7 @@ class Deliver:
 class Decided:
     """A response's decision is known: queue its handle for `responses()`."""
 
-    handle: ResponseHandle
+    handle: ResponseState
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,27 +2,30 @@
 
 `ClientConnection` takes server frames (or decoded events) in and gives back an `Output`: the
 events to deliver and the effects its shell performs (write this frame, ack soon, beat the
-heart, reconnect, resend the outbox, end). It owns the session's state: the `State`, the
-seq/ack bookkeeping (§6), the resend outbox (§6.1), the response tracker (§4), request
-outcomes, and the cumulative input audio. It never awaits, sleeps or touches a socket.
+heart, reconnect, resend the outbox, end). The state it moves is `ConnectionState`'s (the
+`State`, seq/acks, outbox, responses, outcomes, input). It never awaits, sleeps or touches a
+socket.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Unpack
+from typing import Any, Unpack, overload
 
-from duplex_client.client.attachment import Attachment
-from duplex_client.client.config import SessionConfig
-from duplex_client.client.effects import (
+from duplex_client.protocol import client_events as ce
+from duplex_client.protocol import server_events as se
+from duplex_client.protocol.codec import CodecError, dumps
+from duplex_client.protocol.errors import DuplexProtocolError
+from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, decode_server_event
+from duplex_client.protocol.response_events import ConnectionResumed
+from duplex_client.protocol.session.config import SessionConfig
+from duplex_client.protocol.session.effects import (
     Closed,
     Decided,
     Deliver,
     Effect,
-    LocalProtocolError,
     Output,
     Reconnect,
     Resend,
@@ -31,106 +34,59 @@ from duplex_client.client.effects import (
     ScheduleHeartbeat,
     SchedulePlaybackAcks,
     Send,
-    SessionEndedError,
     Settled,
-    State,
 )
-from duplex_client.client.inputs import AppendFields, InputCounter, PcmInput
-from duplex_client.client.outbox import Outbox, OutboxEntry
-from duplex_client.client.outcomes import Outcomes
-from duplex_client.client.responses import AckPolicy, PlaybackAcks, ResponseHandle, ResponseTracker
-from duplex_client.client.sequence import EventSequence
-from duplex_client.protocol import client_events as ce
-from duplex_client.protocol import server_events as se
-from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.protocol.codec import CodecError, dumps
-from duplex_client.protocol.errors import DuplexProtocolError
-from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, decode_server_event
-from duplex_client.protocol.response_events import ConnectionResumed
+from duplex_client.protocol.session.inputs import AppendFields, AudioEncoder, PcmInput
+from duplex_client.protocol.session.outbox import OutboxEntry
+from duplex_client.protocol.session.responses import AckPolicy, H, ResponseFactory, ResponseState
+from duplex_client.protocol.session.state import SENDING, ConnectionState, State
 
 log = logging.getLogger("duplex_client")
 
-_SENDING = frozenset({State.OPEN, State.RESUMING, State.CLOSING})
 
-
-class ClientConnection:
+class ClientConnection(ConnectionState[H]):
     """One session's protocol state: bytes or events in, deliveries and effects out.
 
     CONNECTING -(session.created)-> OPEN -(drop, resumable)-> RESUMING -(`flushed`)-> OPEN;
     OPEN -(`close`)-> CLOSING -(session.closed, or the drop)-> CLOSED. A terminal event, a
     drop that cannot be resumed, `resume_failed` and `terminate` end any state in CLOSED.
+    Responses are `ResponseState`s unless `new_response` makes a subclass (a shell's handle);
+    `encode_audio` compands PCM for a G.711 input format.
     """
 
+    @overload
+    def __init__(
+        self: ClientConnection[ResponseState],
+        *,
+        model: str | None,
+        config: SessionConfig | None = ...,
+        ack_policy: AckPolicy = ...,
+        heartbeat_interval_s: float | None = ...,
+        ack_every: int | None = ...,
+        max_queued_bytes: int = ...,
+        clock: Callable[[], float] = ...,
+        new_response: None = None,
+        encode_audio: AudioEncoder | None = ...,
+    ) -> None: ...
+
+    @overload
     def __init__(
         self,
         *,
         model: str | None,
-        config: SessionConfig | None = None,
-        ack_policy: AckPolicy = "received",
-        heartbeat_interval_s: float | None = 30.0,
-        ack_every: int | None = None,
-        max_queued_bytes: int = 64 * 1024 * 1024,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.model = model
-        self.config = config or SessionConfig()
-        self.heartbeat_interval_s = heartbeat_interval_s
-        #: Unsent input queued while resuming beyond which senders are asked to hold.
-        self.max_queued_bytes = max_queued_bytes
-        self.session_id: str | None = None
-        self.session: dict[str, Any] = {}
-        self.capabilities = Capabilities()
-        #: Seq/ack bookkeeping; `ack_every`: ack at once after that many events (else idle).
-        self.seq = EventSequence(ack_every)
-        self.errors: list[se.ErrorEvent] = []
-        self.closed_reason: str | None = None
-        #: The socket count, attachment generation and resume token.
-        self.attachment = Attachment()
-        self.outbox = Outbox()
-        self._decided: list[ResponseHandle] = []  # filled by the tracker, drained into outputs
-        self.tracker = ResponseTracker(
-            self._decided.append,
-            sample_rate_hz=self.config.output_sample_rate_hz,
-            interrupts_on_speech=self.config.interrupts_on_speech,
-            clock=clock,
-        )
-        self._state = State.CONNECTING
-        #: Outcomes of requests (acknowledgements, echoing errors) for later waiters.
-        self.outcomes = Outcomes()
-        self.playback = PlaybackAcks(self.tracker, ack_policy)
-        self.input = InputCounter(self.config.input_audio_format, self.config.input_sample_rate_hz)
+        config: SessionConfig | None = ...,
+        ack_policy: AckPolicy = ...,
+        heartbeat_interval_s: float | None = ...,
+        ack_every: int | None = ...,
+        max_queued_bytes: int = ...,
+        clock: Callable[[], float] = ...,
+        new_response: ResponseFactory[H],
+        encode_audio: AudioEncoder | None = ...,
+    ) -> None: ...
 
-    # --- state ---
-
-    @property
-    def state(self) -> State:
-        """Where the session is in its life."""
-        return self._state
-
-    @property
-    def is_open(self) -> bool:
-        """Whether the session is usable for sending (also while it is being resumed)."""
-        return self._state in _SENDING
-
-    @property
-    def ended(self) -> bool:
-        """Whether the session ended (CLOSED)."""
-        return self._state is State.CLOSED
-
-    @property
-    def writable(self) -> bool:
-        """Whether frames go straight to the socket (False while resuming)."""
-        return self._state in (State.OPEN, State.CLOSING)
-
-    @property
-    def resumable(self) -> bool:
-        """Whether a drop is answered by resuming (enabled, and an id and token are held)."""
-        return self.attachment.resumable(self.session_id)
-
-    def acks_expire(self) -> bool:
-        """Whether an ack for a response finished before a later commit is refused (§5)."""
-        policy = self.session.get("playback_commit_policy") or self.config.playback_commit_policy
-        return policy == "ack_only"
+    def __init__(self, **options: Any) -> None:
+        """A connection for `model` (None: the server's) asking for `config`."""
+        super().__init__(**options)
 
     # --- handshake (§2) ---
 
@@ -179,7 +135,7 @@ class ClientConnection:
         """
         if self._state is State.CONNECTING:
             return self._handshake(event)
-        self._check("receive an event", *_SENDING)
+        self._check("receive an event", *SENDING)
         out: list[Effect] = []
         seq, terminal = event.server_event_seq, event.type in TERMINAL_EVENT_TYPES
         if seq is not None:
@@ -242,7 +198,7 @@ class ClientConnection:
         """The heartbeat timer fired: a `session.heartbeat` (not while resuming), then the next."""
         if self._state is State.CLOSED or not self.heartbeat_interval_s:
             return Output()
-        self._check("send a heartbeat", *_SENDING)
+        self._check("send a heartbeat", *SENDING)
         beat = () if self._state is State.RESUMING else (self.send(ce.SessionHeartbeat()),)
         return Output((*beat, ScheduleHeartbeat(self.heartbeat_interval_s)))
 
@@ -250,22 +206,13 @@ class ClientConnection:
 
     def send(self, event: ce.ClientEvent) -> Send:
         """Encode a client event: a final commit seals (§5), a cancel or clear fences (§4.4)."""
-        self._check("send", *_SENDING)
-        if isinstance(event, ce.InputAudioBufferCommit) and event.final and event.event_id:
-            self.tracker.commit_sent(event.event_id)
-        elif isinstance(event, ce.ResponseCancel | ce.OutputAudioBufferClear):
-            active = self.tracker.active
-            self.tracker.fence(event.response_id or (active.response_id if active else None))
-        elif isinstance(event, ce.BargeIn) or (
-            isinstance(event, ce.TurnSignal) and event.event == "barge_in"
-        ):
-            active = self.tracker.active
-            self.tracker.fence(active.response_id if active else None)
+        self._check("send", *SENDING)
+        self.tracker.sent(event)
         return self.send_raw(event.to_dict())
 
     def send_raw(self, payload: dict[str, Any]) -> Send:
         """Encode any event object as is; an append or commit with an id is kept for resending."""
-        self._check("send", *_SENDING)
+        self._check("send", *SENDING)
         if not self.resumable:
             return Send.encode(payload)
         resuming = self._state is State.RESUMING
@@ -310,7 +257,7 @@ class ClientConnection:
         """`playback.ack` (never moving back); None when the server takes no acks."""
         if not self.capabilities.supports_playback_ack:
             return None
-        self._check("send", *_SENDING)
+        self._check("send", *SENDING)
         return self.send(self.playback.ack(played_ms, response_id, committed_ms, truncate))
 
     def playback_acks(self) -> list[Send]:
@@ -326,7 +273,7 @@ class ClientConnection:
         """The socket ended (close `code`, if any): resume, or end the session."""
         if self._state is State.CONNECTING:
             return self.terminate("connection closed during the handshake")
-        self._check("lose the connection", *_SENDING)
+        self._check("lose the connection", *SENDING)
         if self._state is State.CLOSING:
             return Output(tuple(self._end("client_close")))
         cause = "disconnect" if code is None else f"disconnect ({code})"
@@ -391,16 +338,3 @@ class ClientConnection:
         final = self.closed_reason or reason
         self.tracker.close(final)
         return [*self._take_decided(), Closed(final)]
-
-    # --- checks ---
-
-    def _check(self, action: str, *allowed: State) -> None:
-        """Raise for a call made in the wrong state (`SessionEndedError` once CLOSED)."""
-        if self._state in allowed:
-            return
-        if self._state is State.CLOSED:
-            raise SessionEndedError(self.closed_reason or "closed")
-        needs = " or ".join(s.name for s in allowed)
-        raise LocalProtocolError(
-            f"cannot {action} in state {self._state.name} (needs {needs})", state=self._state
-        )

@@ -9,8 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duplex_client.client.connection import ClientConnection
-from duplex_client.client.effects import (
+from duplex_client.protocol import client_events as ce
+from duplex_client.protocol import server_events as se
+from duplex_client.protocol.codec import b64decode
+from duplex_client.protocol.errors import (
+    DuplexClientError,
+    DuplexProtocolError,
+    DuplexSessionClosedError,
+)
+from duplex_client.protocol.events import parse_server_event
+from duplex_client.protocol.session import (
+    ClientConnection,
     Closed,
     Decided,
     Deliver,
@@ -18,23 +27,17 @@ from duplex_client.client.effects import (
     Output,
     Reconnect,
     Resend,
+    ResponseState,
     Resynced,
     ScheduleAck,
     ScheduleHeartbeat,
     SchedulePlaybackAcks,
     Send,
+    SessionConfig,
     SessionEndedError,
     Settled,
     State,
 )
-from duplex_client.protocol import client_events as ce
-from duplex_client.protocol import server_events as se
-from duplex_client.protocol.errors import (
-    DuplexClientError,
-    DuplexProtocolError,
-    DuplexSessionClosedError,
-)
-from duplex_client.protocol.events import parse_server_event
 
 CAPS = {"supports_playback_ack": True, "required_input_modalities": [], "max_frames_per_append": 2}
 PCM_100MS = b"\x01\x00" * 1600
@@ -427,3 +430,32 @@ def test_appends_count_audio_at_once_and_a_withdrawn_one_is_uncounted() -> None:
     with pytest.raises(ValueError, match="needs audio"):
         conn.append()
     assert conn.input.samples == 1600
+
+
+def test_a_g711_session_compands_through_the_encoder_it_is_given() -> None:
+    config = SessionConfig(input_audio_format="g711_ulaw", input_sample_rate_hz=8000)
+    bare = opened(config=config)
+    with pytest.raises(ValueError, match="needs a G\\.711 encoder"):
+        bare.append(PCM_100MS)
+    assert bare.input.samples == 0
+    calls: list[tuple[int, str, int]] = []
+
+    def encode(pcm: bytes, audio_format: str, rate: int) -> bytes:
+        calls.append((len(pcm), audio_format, rate))
+        return b"\xff" * (len(pcm) // 2)
+
+    conn = opened(config=config, encode_audio=encode)
+    append = sent(conn.append(PCM_100MS))
+    assert calls == [(len(PCM_100MS), "g711_ulaw", 8000)]
+    assert b64decode(append["audio"]) == b"\xff" * 1600 and append["audio_end_ms"] == 200
+
+
+def test_responses_are_made_by_the_factory_it_is_given() -> None:
+    class Tagged(ResponseState):
+        pass
+
+    conn = ClientConnection(model="m", new_response=Tagged)
+    conn.start()
+    conn.receive_data(created())
+    conn.receive_data(frame({"type": "response.created", "response": {"id": "resp_t"}}))
+    assert type(conn.tracker.handles["resp_t"]) is Tagged

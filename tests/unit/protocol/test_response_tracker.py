@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from duplex_client.client.responses import ResponseHandle, ResponseTracker
 from duplex_client.protocol import b64encode, parse_server_event
+from duplex_client.protocol.session import ResponseState, ResponseTracker
 
 
 def ev(etype: str, **fields: Any) -> Any:
@@ -20,7 +20,7 @@ def audio(
 
 class Harness:
     def __init__(self, *, interrupts: bool = False) -> None:
-        self.decided: list[ResponseHandle] = []
+        self.decided: list[ResponseState] = []
         self.t = ResponseTracker(
             self.decided.append, interrupts_on_speech=interrupts, clock=lambda: 0.0
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from duplex_client.protocol import server_events as se
+from duplex_client.protocol.errors import DuplexProtocolError
 
 #: How many settled request outcomes are kept for waiters that arrive late.
 SETTLED_CACHE = 256
@@ -25,3 +26,10 @@ class Outcomes:
     def get(self, event_id: str) -> se.ServerEvent | None:
         """The outcome of `event_id`, if it arrived (and is still kept)."""
         return self._settled.get(event_id)
+
+
+def unwrap(outcome: se.ServerEvent) -> se.ServerEvent:
+    """The acknowledgement itself; an error echoing the request raises `DuplexProtocolError`."""
+    if isinstance(outcome, se.ErrorEvent):
+        raise DuplexProtocolError.from_error(outcome.error, outcome.raw)
+    return outcome
