@@ -11,7 +11,7 @@ import respx
 
 from duplex_client.client.http import AmbiguousModelError
 from duplex_client.run.live import LiveDevices, run_live
-from duplex_client.run.live_options import LiveOptions
+from duplex_client.run.options import RunOptions
 from duplex_client.run.stream import stream_clip
 from duplex_client.server import ReferenceServer
 from tests.integration.live.helpers import tone_pcm, write_wav
@@ -85,7 +85,7 @@ async def test_live_uses_the_only_listed_model(tmp_path: Path) -> None:
             listing(router, server.http_url, "org/only")
             result = await run_live(
                 server.url,
-                LiveOptions(
+                RunOptions(
                     mic_file=str(wav),
                     no_camera=True,
                     no_playback=True,

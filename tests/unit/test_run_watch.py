@@ -19,9 +19,11 @@ from duplex_client.framing.plan import PlannedAppend
 from duplex_client.protocol import Capabilities, UnitKind, b64encode, parse_server_event
 from duplex_client.protocol.session import ResponseTracker
 from duplex_client.run.options import RunFailed, RunOptions
+from duplex_client.run.prepare import prepare
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import session_handles
-from duplex_client.run.stream import SessionRun
+from duplex_client.run.session_run import SessionRun
+from duplex_client.run.sources.files import FileSource
 from duplex_client.run.watch import LiveFigures, SessionActivity, settle_turn, turn_wait_s
 
 #: Loop turns given to a waiter to react: far less than any timer (a 50 ms poll never fires).
@@ -200,7 +202,7 @@ class FakeListening:
 
 def session_run(tmp_path: Path, **options: Any) -> tuple[SessionRun, FakeClient, FakeListening]:
     opts = RunOptions(**options)
-    run = SessionRun("ws://127.0.0.1:9/v1/realtime", opts, opts.session_config(), None,
+    run = SessionRun("ws://127.0.0.1:9/v1/realtime", opts, prepare(opts), FileSource(),
                      RunBundle(tmp_path / "run"), None)  # fmt: skip
     client, listening = FakeClient(), FakeListening()
     client.listeners.append(run.activity.on_event)

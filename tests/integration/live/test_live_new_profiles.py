@@ -21,9 +21,10 @@ import pytest
 from duplex_client.framing import check_timeline
 from duplex_client.media.resample import Resampler, as_float
 from duplex_client.run.live import LiveDevices, run_live
-from duplex_client.run.live_options import LiveOptions, LiveUsageError
+from duplex_client.run.options import RunOptions
 from duplex_client.run.result import RunResult
 from duplex_client.server import ReferenceServer, Script
+from duplex_client.usage import UsageError
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.live.fakes import FakeSoundDevice
 
@@ -87,7 +88,7 @@ async def live(
 ) -> tuple[RunResult, FakeSoundDevice]:
     sd = FakeSoundDevice(wav=wav, pace=PACE)  # takes 16 kHz only: 24 kHz is resampled
     options.setdefault("output_dir", tmp_path / "run")
-    opts = LiveOptions(no_camera=True, **options)
+    opts = RunOptions(no_camera=True, **options)
     return await run_live(url, opts, devices=LiveDevices(sounddevice=sd)), sd
 
 
@@ -147,10 +148,11 @@ async def test_commit_needing_turn_on_a_commit_free_session_is_a_usage_error(
 ) -> None:
     async with ReferenceServer(engine="scripted", profile="nemotron") as server:
         # preset none: nothing known before connecting; the session's capabilities refuse it
-        with pytest.raises(LiveUsageError) as refused:
+        with pytest.raises(UsageError) as refused:
             await live(server.url, tmp_path, tone_wav, preset="none", turn="ptt")
-    message = str(refused.value)
-    assert "--turn ptt" in message and "continuous stream takes no commits" in message
+    message = str(refused.value)  # the SDK names its keyword, the CLI its flag
+    assert message.startswith("turn ptt") and "continuous stream takes no commits" in message
+    assert refused.value.render().startswith("--turn ptt")
     run = tmp_path / "run"
     result = json.loads((run / "result.json").read_text())  # the bundle is still finished
     assert result["exit_code"] == 2 and result["error"] == message

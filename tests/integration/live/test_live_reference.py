@@ -15,7 +15,7 @@ import pytest
 
 from duplex_client.framing import check_timeline
 from duplex_client.run.live import LiveDevices, run_live
-from duplex_client.run.live_options import LiveOptions
+from duplex_client.run.options import RunOptions
 from duplex_client.run.result import RunResult
 from duplex_client.server import ReferenceServer
 from duplex_client.server.config import speech_available
@@ -34,7 +34,7 @@ async def live(
     sd = FakeSoundDevice(wav=wav, pace=pace)
     devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=pace))
     options.setdefault("output_dir", tmp_path / "run")
-    opts = LiveOptions(**options)
+    opts = RunOptions(**options)
     result = await run_live(server.url if server else None, opts, devices=devices)
     assert result.timeline is not None
     assert check_timeline(result.timeline) == []

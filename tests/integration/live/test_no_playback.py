@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from duplex_client.media.devices.lookup import DeviceError
-from duplex_client.run.live import LiveDevices, preflight, run_live
-from duplex_client.run.live_options import LiveOptions
-from duplex_client.run.progress import LiveProgress
+from duplex_client.run.live import LiveDevices, run_live
+from duplex_client.run.options import RunOptions
+from duplex_client.run.progress import RunProgress
+from duplex_client.run.sources.devices import preflight
 from duplex_client.server import ReferenceServer
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.live.fakes import FakeCameras, FakeSoundDevice
@@ -38,7 +39,7 @@ async def test_no_playback_reports_nothing_played_and_acks_zero(
 ) -> None:
     sd = FakeSoundDevice(wav=tone_wav, pace=PACE)
     devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=PACE))
-    options = LiveOptions(
+    options = RunOptions(
         preset="minicpmo", turn="ptt", no_playback=True, no_camera=True, duration_s=6.0,
         actions=("200:talk_down", "1400:talk_up", "3000:talk_down", "4200:talk_up"),
         output_dir=tmp_path / "run",
@@ -59,18 +60,18 @@ async def test_no_playback_reports_nothing_played_and_acks_zero(
 def test_a_real_microphone_without_a_speaker_is_still_an_error() -> None:
     devices = LiveDevices(sounddevice=FakeSoundDevice(speaker=False))
     with pytest.raises(DeviceError, match="speaker"):
-        preflight(LiveOptions(), devices)
+        preflight(RunOptions(), devices)
 
 
 def test_a_file_run_without_a_speaker_skips_playback_with_a_warning(tmp_path: Path) -> None:
     devices = LiveDevices(sounddevice=FakeSoundDevice(speaker=False))
-    check = preflight(LiveOptions(mic_file=str(tmp_path / "a.wav")), devices)
+    check = preflight(RunOptions(mic_file=str(tmp_path / "a.wav")), devices)
     assert not check.playback and check.warning is not None and "without playback" in check.warning
     no_devices = LiveDevices(sounddevice=FakeSoundDevice(devices=False))
-    assert not preflight(LiveOptions(no_mic=True), no_devices).playback
+    assert not preflight(RunOptions(no_mic=True), no_devices).playback
     with pytest.raises(DeviceError):  # a speaker asked for by name must exist
-        preflight(LiveOptions(no_mic=True, speaker="Studio"), devices)
-    quiet = preflight(LiveOptions(no_mic=True, no_playback=True), devices)
+        preflight(RunOptions(no_mic=True, speaker="Studio"), devices)
+    quiet = preflight(RunOptions(no_mic=True, no_playback=True), devices)
     assert not quiet.playback and quiet.warning is None
 
 
@@ -78,11 +79,11 @@ def test_a_file_run_without_portaudio_skips_playback(monkeypatch: pytest.MonkeyP
     def missing() -> Any:
         raise DeviceError("PortAudio is not installed")
 
-    monkeypatch.setattr("duplex_client.run.live.load_sounddevice", missing)
-    check = preflight(LiveOptions(no_mic=True), LiveDevices())
+    monkeypatch.setattr("duplex_client.run.sources.devices.source.load_sounddevice", missing)
+    check = preflight(RunOptions(no_mic=True), LiveDevices())
     assert check.sounddevice is None and not check.playback and check.warning
     with pytest.raises(DeviceError):
-        preflight(LiveOptions(), LiveDevices())
+        preflight(RunOptions(), LiveDevices())
 
 
 async def test_files_on_a_machine_without_a_speaker_run_after_one_warning(
@@ -90,8 +91,8 @@ async def test_files_on_a_machine_without_a_speaker_run_after_one_warning(
 ) -> None:
     sd = FakeSoundDevice(speaker=False)
     devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=None))
-    progress = LiveProgress()
-    options = LiveOptions(
+    progress = RunProgress()
+    options = RunOptions(
         mic_file=str(tone_wav), camera_file=str(tmp_path / "clip.mp4"), duration_s=1.5,
         output_dir=tmp_path / "run",
     )  # fmt: skip
@@ -109,8 +110,8 @@ async def test_files_on_a_machine_without_a_speaker_run_after_one_warning(
 async def test_a_stopped_run_records_why(
     tmp_path: Path, tone_wav: Path, reason: str | None, status: str, code: int
 ) -> None:
-    progress = LiveProgress()
-    options = LiveOptions(
+    progress = RunProgress()
+    options = RunOptions(
         mic_file=str(tone_wav), no_camera=True, no_playback=True, output_dir=tmp_path / "run"
     )
     async with ReferenceServer(engine="scripted") as server:

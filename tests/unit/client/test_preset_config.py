@@ -1,9 +1,10 @@
 """`presets.preset_config`: the one options → `SessionConfig` conversion of stream and live.
 
-The expected configs come from the two conversions it replaces, `RunOptions.session_config()`
-(a file run) and `LiveOptions.session_config()` (live), for every preset and turn style, so the
-equality is computed, not assumed. Compared field by field and as the wire object, key order
-included (session.json records it).
+These tests were written against the two conversions it replaced (`RunOptions.session_config()`
+of a file run and `LiveOptions.session_config()` of live), for every preset and turn style, and
+passed there; both runs now reach it through `run.prepare`, so the same tests check that the
+options are handed over as before, and the pinned values below keep today's configs.
+Compared field by field and as the wire object, key order included (session.json records it).
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ from duplex_client.families import (
     auto_preset,
 )
 from duplex_client.presets import SERVER_VAD, preset_config
-from duplex_client.run.live_options import PRESETS as LIVE_PRESETS
-from duplex_client.run.live_options import LiveOptions
 from duplex_client.run.options import PRESET_NAMES, RunOptions
+from duplex_client.run.prepare import prepare
 
 #: The session-shaping options both runs take: none, or all of them.
 SESSION_OPTIONS: tuple[dict[str, Any], ...] = ({}, {"instructions": "be brief", "temperature": 0.0})
@@ -51,8 +51,7 @@ def same(actual: SessionConfig, expected: SessionConfig) -> None:
 
 
 def test_both_runs_offer_the_tables_presets() -> None:
-    assert PRESET_NAMES == PRESET_CHOICES
-    assert LIVE_PRESETS == LIVE_PRESET_CHOICES
+    assert PRESET_NAMES == LIVE_PRESET_CHOICES == ("auto", *PRESET_CHOICES)
 
 
 @pytest.mark.parametrize(
@@ -86,20 +85,20 @@ def test_a_file_runs_config_is_preset_config(
     same(actual, expected)
 
 
-@pytest.mark.parametrize(("preset", "turn"), list(itertools.product(LIVE_PRESETS, TURN_STYLES)))
+@pytest.mark.parametrize(
+    ("preset", "turn"), list(itertools.product(LIVE_PRESET_CHOICES, TURN_STYLES))
+)
 @pytest.mark.parametrize("with_voice", [False, True])
 @pytest.mark.parametrize("options", SESSION_OPTIONS)
 def test_a_live_runs_config_is_preset_config(
     preset: str, turn: str, with_voice: bool, options: dict[str, Any], voice: str
 ) -> None:
     ref_audio = voice if with_voice else None
-    live = LiveOptions(preset=preset, turn=turn, ref_audio=ref_audio, **options)  # type: ignore[arg-type]
+    live = RunOptions(preset=preset, turn=turn, ref_audio=ref_audio, **options)  # type: ignore[arg-type]
     name = auto_preset(turn) if preset == "auto" else preset
     assert live.preset_name() == name
     actual = preset_config(name, turn=turn, ref_audio=ref_audio, **options)
-    same(actual, live.session_config())
-    if preset == "auto":  # live's embedded server passes the profile it chose
-        same(actual, live.session_config(name))
+    same(actual, prepare(live, inputs="devices").config)
 
 
 def test_a_voice_may_be_a_path_or_a_data_url(voice: str) -> None:

@@ -24,7 +24,7 @@ from duplex_client.framing.live import LiveFramer
 from duplex_client.media.devices.camera import CameraFeed
 from duplex_client.media.devices.capture import CapturedFrame
 from duplex_client.run.live import LiveDevices, run_live
-from duplex_client.run.live_options import LiveOptions
+from duplex_client.run.options import RunOptions
 from duplex_client.server import ReferenceServer
 from tests.integration.live.helpers import tone_pcm, write_wav
 from tests.unit.framing.fakes import caps, speech_pcm
@@ -205,7 +205,7 @@ async def test_a_live_run_encodes_every_sent_frame_off_the_loop_thread(
         sounddevice=FakeSoundDevice(speaker=False),
         video_capture=FakeCameras(fps=10, pace=None),  # the real `Camera` thread, fake frames
     )
-    options = LiveOptions(
+    options = RunOptions(
         mic_file=str(wav), camera_file=str(tmp_path / "clip.mp4"), duration_s=2.5,
         no_playback=True, output_dir=tmp_path / "run",
     )  # fmt: skip

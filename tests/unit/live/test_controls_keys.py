@@ -13,7 +13,7 @@ from rich.console import Console
 
 from duplex_client.media.devices.keys import NoKeys, TerminalKeys
 from duplex_client.run.controls import LiveControls, PushToTalk, parse_schedule
-from duplex_client.run.progress import LiveProgress
+from duplex_client.run.progress import RunProgress
 from tests.unit.framing.fakes import FakeClock
 
 
@@ -98,9 +98,9 @@ async def test_keys_are_off_without_a_terminal() -> None:
 
 
 def test_panel_shows_switches_decision_latency_and_keys() -> None:
-    p = LiveProgress(turn="ptt", talking=True, muted=True, camera="camera 0", camera_on=True)
+    p = RunProgress(turn="ptt", talking=True, muted=True, camera="camera 0", camera_on=True)
     p.frames_sent, p.decision, p.last_latency_ms = 12, "speaking", 412.0
-    p.transcript = ["You said: hello."]
+    p.transcript_lines = ["You said: hello."]
     p.warn("use headphones")
     console = Console(file=io.StringIO(), width=110, color_system=None)
     console.print(render_live(p))

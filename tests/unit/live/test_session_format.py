@@ -17,7 +17,8 @@ from duplex_client.media.devices.capture import SILENCE_DBFS, AudioBlock, level_
 from duplex_client.media.devices.filemic import FileMicrophone
 from duplex_client.media.devices.mic import Microphone
 from duplex_client.media.resample import Resampler, as_float
-from duplex_client.run.live_options import LiveOptions, LiveUsageError
+from duplex_client.run.options import RunOptions
+from duplex_client.usage import UsageError
 from tests.support.media_files import tone, write_audio_file
 from tests.unit.framing.fakes import FakeClock
 from tests.unit.live.fakes import FakeSoundDevice
@@ -107,15 +108,17 @@ def test_live_framer_cuts_float32_on_the_80ms_grid() -> None:
 @pytest.mark.parametrize("preset", ["personaplex", "nemotron"])
 @pytest.mark.parametrize("turn", ["ptt", "vad"])
 def test_commit_needing_turns_are_refused_on_commit_free_presets(preset: str, turn: str) -> None:
-    with pytest.raises(LiveUsageError, match=f"--turn {turn} .* the {preset} preset takes no"):
-        LiveOptions(preset=preset, turn=turn).validate()  # type: ignore[arg-type]
-    LiveOptions(preset=preset, turn="model").validate()
+    with pytest.raises(UsageError, match=f"^turn {turn} .* the {preset} preset takes no") as e:
+        RunOptions(preset=preset, turn=turn).validate(inputs="devices")  # type: ignore[arg-type]
+    assert e.value.render().startswith(f"--turn {turn} ")  # the CLI names its flags
+    assert e.value.render().endswith("takes no commits: use --turn model")
+    RunOptions(preset=preset, turn="model").validate(inputs="devices")
 
 
 def test_the_new_presets_configure_the_session() -> None:
-    plex = LiveOptions(preset="personaplex", instructions="be brief").session_config()
+    plex = RunOptions(preset="personaplex", instructions="be brief").session_config()
     assert (plex.input_audio_format, plex.input_sample_rate_hz) == ("pcm_f32le", 24000)
     assert plex.instructions == "be brief" and plex.turn_detection is None
-    nemo = LiveOptions(preset="nemotron").session_config()
+    nemo = RunOptions(preset="nemotron").session_config()
     assert (nemo.input_audio_format, nemo.input_sample_rate_hz) == ("pcm16", 16000)
     assert nemo.turn_detection is None
