@@ -277,6 +277,7 @@ async def _endpoints(
                     require_audio=options.require_audio,
                     engine=engine,
                     max_sessions=settings.concurrency,
+                    script=options.server_script,
                 )
             )
             pairs = [(url, "embedded")]

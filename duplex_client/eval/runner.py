@@ -23,7 +23,8 @@ from duplex_client.eval.endpoints import Endpoint, EndpointPool
 from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.items import EvalItem, ItemSetError
 from duplex_client.eval.summary import EvalSummary, ItemRecord, summary_row
-from duplex_client.run.options import RunOptions
+from duplex_client.run.options import DEVICE_FIELDS, RunOptions
+from duplex_client.run.sources.files import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY
 
 
 class ItemExecutor(Protocol):
@@ -366,9 +367,16 @@ def settings_record(settings: EvalSettings, options: RunOptions) -> dict[str, An
         f.name: getattr(options, f.name)
         for f in dataclasses.fields(options)
         if f.name not in ("api_key", "ref_audio", "config", "output_dir")
+        and f.name not in DEVICE_FIELDS  # an eval streams files: live's options do not apply
         and not f.name.startswith("input_")
     }
     shown["ref_audio"] = "<set>" if options.ref_audio else None
+    # What the items run with, not how it was said: `auto` and "the input's default" resolved.
+    shown["preset"] = options.preset_name()
+    if options.frame_max_side is None:
+        shown["frame_max_side"] = FILE_FRAME_MAX_SIDE
+    if options.jpeg_quality is None:
+        shown["jpeg_quality"] = FILE_JPEG_QUALITY
     return {"settings": dataclasses.asdict(settings), "options": _jsonable(shown)}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duplex_client.analysis.annotations import (
     AnnotationError,
@@ -20,9 +20,11 @@ from duplex_client.analysis.annotations import (
     parse_annotations,
 )
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
-from duplex_client.run.options import InputKind, RunOptions
 from duplex_client.run.tools import load_tools, parse_tool_results
 from duplex_client.usage import UsageError
+
+if TYPE_CHECKING:  # the options only hand themselves over: `RunOptions.session_config()`
+    from duplex_client.run.options import InputKind, RunOptions
 
 
 @dataclass(frozen=True, slots=True)
