@@ -20,15 +20,7 @@ import grimp
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("duplex_cli",)),
     ("eval", ("duplex_client.eval",)),
-    (
-        "replay/report",
-        (
-            "duplex_client.replay",
-            "duplex_client.rederive",
-            "duplex_client.sweep",
-            "duplex_client.report",
-        ),
-    ),
+    ("replay", ("duplex_client.replay", "duplex_client.rederive", "duplex_client.sweep")),
     (
         "run",
         (
@@ -39,6 +31,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "duplex_client.listening_report",
         ),
     ),
+    # Below run and eval, which draw through it (`RunResult.plot`, `EvalResult.plot`).
+    ("report", ("duplex_client.report",)),
     (
         "bundle",
         (

@@ -253,7 +253,7 @@ class _LiveRun:
             reconnect=options.reconnect,
         )
         self.timeline = InputTimeline(
-            model=options.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
+            model=options.model, url=self.client.url, path=bundle.layout.timeline
         )
         self.client.add_reconnect_listener(reconnect_recorder(self.timeline))
         self.timeline.set_sliding_window(config.extra_body)
