@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
-from duplex_client.bundle.thumbnails import THUMBNAIL_QUALITY, THUMBNAILS_DIR
+from duplex_client.bundle.layout import SCHEMA_VERSION, BundleLayout
+from duplex_client.bundle.thumbnails import THUMBNAIL_QUALITY
 from duplex_client.bundle.wavfile import write_wav
-from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME
 
 CHUNK_MS = 200
 UNIT_MS = 1000
@@ -284,17 +283,17 @@ def write_bundle(out: Path, seconds: int, *, seed: int = 0) -> Path:
     """Write a synthetic bundle of `seconds` of media into `out` (created); returns `out`."""
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
+    layout = BundleLayout(out)
     timeline = _timeline(seconds, _append_rows(seconds, rng))
-    (out / TIMELINE_FILENAME).write_text(json.dumps(timeline, indent=2), encoding="utf-8")
+    layout.timeline.write_text(json.dumps(timeline, indent=2), encoding="utf-8")
     result = _result(seconds, timeline, rng)
-    (out / "result.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    layout.result.write_text(json.dumps(result, indent=2), encoding="utf-8")
     events = _events(result, seconds, rng)
-    (out / "events.jsonl").write_text("\n".join(events) + "\n", encoding="utf-8")
+    layout.events.write_text("\n".join(events) + "\n", encoding="utf-8")
     stereo = _audio(result, seconds, rng)
-    write_wav(out / CONVERSATION_FILE, stereo, OUT_RATE_HZ)
-    write_wav(out / HEARD_FILE, stereo[:, 1], OUT_RATE_HZ)
-    frames = out / THUMBNAILS_DIR
-    frames.mkdir(exist_ok=True)
+    write_wav(layout.conversation, stereo, OUT_RATE_HZ)
+    write_wav(layout.heard, stereo[:, 1], OUT_RATE_HZ)
+    layout.thumbnails.mkdir(exist_ok=True)
     for unit in range(seconds * 1000 // UNIT_MS):
-        (frames / f"{unit}_0.jpg").write_bytes(_thumbnail(unit, rng))
+        layout.thumbnail(unit, 0).write_bytes(_thumbnail(unit, rng))
     return out

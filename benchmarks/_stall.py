@@ -193,9 +193,11 @@ async def _probed(url: str, clip: Path, n: int, out: Path) -> dict[str, Any]:
     finally:
         sampler.stop()
         task.cancel()
+    from duplex_client.bundle.layout import BundleLayout
+
     late: list[float] = []
     for i in range(n):
-        path = out / f"run{i:02d}" / "input_timeline.json"
+        path = BundleLayout(out / f"run{i:02d}").timeline
         if path.exists():
             rows = json.loads(path.read_text())["appends"]
             late += [float(a["lateness_ms"] or 0.0) for a in rows]

@@ -108,10 +108,12 @@ def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
     drift: list[float] = []
     failures = 0
     media_s = 0.0
+    from duplex_client.bundle.layout import BundleLayout
+
     for i, r in enumerate(results):
         ok = getattr(r, "ok", False)
         failures += 0 if ok else 1
-        path = Path(out) / f"run{i:02d}" / "input_timeline.json"
+        path = BundleLayout(Path(out) / f"run{i:02d}").timeline
         if not path.exists():
             continue
         rows = json.loads(path.read_text())["appends"]

@@ -254,9 +254,11 @@ def late_phases(out: Path, rows: list[dict[str, Any]], limit: float) -> dict[str
     "start": the first `PHASE_MS` of media, "end": the last `PHASE_MS` (tail silence
     included), "middle": the rest; read from each item's `input_timeline.json`.
     """
+    from duplex_client.bundle.layout import BundleLayout
+
     counts = {"start": 0, "middle": 0, "end": 0}
     for row in rows:
-        path = out / str(row["bundle"]) / "input_timeline.json"
+        path = BundleLayout(out / str(row["bundle"])).timeline
         if not path.exists():
             continue
         appends = json.loads(path.read_text(encoding="utf-8")).get("appends") or []

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
+from duplex_client.bundle.eval_layout import SUMMARY_MD
 from duplex_client.eval.api import EvalResult
 from duplex_client.eval.runner import EvalProgress
 
@@ -106,4 +107,4 @@ def print_eval_summary(console: Console, result: EvalResult) -> None:
             _ms(d.get("p99")),
         )
     console.print(table)
-    console.print(f"summary: {result.output_dir / 'summary.md'}")
+    console.print(f"summary: {result.output_dir / SUMMARY_MD}")

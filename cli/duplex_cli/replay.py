@@ -26,6 +26,8 @@ from duplex_cli.options import (
     _opt,
 )
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
+from duplex_client.bundle.layout import BundleLayout
+from duplex_client.bundle.reader import read_optional
 from duplex_client.replay.bundle_replay import replay_bundle, same_input
 from duplex_client.report.diff import decision_changes
 from duplex_client.run.progress import RunProgress
@@ -125,23 +127,15 @@ async def _main(
     return await until_stopped(progress, replay_bundle(bundle, url, **kwargs))
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 def compare(original: Path, result: RunResult) -> dict[str, Any]:
     """Whether the same input went out, and the units whose decision changed."""
-    new = result.bundle_dir or Path()
-    first, second = _load(original / "input_timeline.json"), _load(new / "input_timeline.json")
+    a, b = BundleLayout(original), BundleLayout(result.bundle_dir or Path())
+    first, second = read_optional(a.timeline) or {}, read_optional(b.timeline) or {}
     return {
         "input_identical": same_input(first, second),
         "sent_sha256": (second.get("totals") or {}).get("sent_sha256"),
         "decision_changes": decision_changes(
-            _load(original / "result.json"), _load(new / "result.json")
+            read_optional(a.result) or {}, read_optional(b.result) or {}
         ),
     }
 

@@ -9,10 +9,9 @@ import typer
 
 from duplex_cli.options import OUTPUT, _opt
 from duplex_cli.running import fail, note, stderr_console
+from duplex_client.bundle.layout import BundleLayout
 from duplex_client.report.bundle_reader import ReportInputError
 from duplex_client.run.result import EXIT_USAGE
-
-PAGE_FILE = "report.html"
 
 
 def report_command(
@@ -86,7 +85,7 @@ def _write(
         return _write_eval(path, output, png, thumbnails=thumbnails)
     from duplex_client.report.run_page import write_run_report
 
-    written = [write_run_report(path, output or path / PAGE_FILE, thumbnails=thumbnails)]
+    written = [write_run_report(path, output or BundleLayout(path).report, thumbnails=thumbnails)]
     if png is not None:
         from duplex_client.report.bundle_reader import load_run_bundle
         from duplex_client.report.figure import run_figure, save_png

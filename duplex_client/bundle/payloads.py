@@ -13,19 +13,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from duplex_client.bundle.thumbnails import THUMBNAILS_DIR, is_thumbnail_name
+from duplex_client.bundle.layout import (
+    INPUT_PCM_FILE,
+    SENT_FRAMES_DIR,
+    BundleLayout,
+    is_thumbnail_name,
+    sent_frame_name,
+)
 from duplex_client.framing.plan import PlannedAppend
 
-INPUT_PCM_FILE = "input.pcm"
-#: The bundle folder holding every sent image at full size.
-SENT_FRAMES_DIR = "sent_frames"
-#: Where bundles written before thumbnails kept the sent images (now the thumbnails' folder).
-LEGACY_FRAMES_DIR = THUMBNAILS_DIR
-
-
-def frame_name(append_index: int, role: str) -> str:
-    """The file (under `sent_frames/`) of one sent image."""
-    return f"{append_index:06d}_{role}.jpg"
+__all__ = [
+    "INPUT_PCM_FILE",
+    "SENT_FRAMES_DIR",
+    "KeptPayloads",
+    "PayloadKeeper",
+    "kept_frames_dir",
+]
 
 
 def kept_frames_dir(bundle_dir: Path) -> Path | None:
@@ -33,10 +36,10 @@ def kept_frames_dir(bundle_dir: Path) -> Path | None:
 
     `sent_frames/`, or in a bundle written before thumbnails, `frames/` holding no thumbnail.
     """
-    current = bundle_dir / SENT_FRAMES_DIR
-    if current.is_dir():
-        return current
-    legacy = bundle_dir / LEGACY_FRAMES_DIR
+    layout = BundleLayout(bundle_dir)
+    if layout.sent_frames.is_dir():
+        return layout.sent_frames
+    legacy = layout.thumbnails
     if legacy.is_dir() and not any(is_thumbnail_name(p.name) for p in legacy.iterdir()):
         return legacy
     return None
@@ -47,10 +50,11 @@ class PayloadKeeper:
 
     def __init__(self, bundle_dir: Path) -> None:
         self.dir = bundle_dir
-        (bundle_dir / SENT_FRAMES_DIR).mkdir(parents=True, exist_ok=True)
-        for old in (bundle_dir / SENT_FRAMES_DIR).glob("*.jpg"):
+        self._layout = BundleLayout(bundle_dir)
+        self._layout.sent_frames.mkdir(parents=True, exist_ok=True)
+        for old in self._layout.sent_frames.glob("*.jpg"):
             old.unlink()
-        self._pcm: BinaryIO | None = (bundle_dir / INPUT_PCM_FILE).open("wb")
+        self._pcm: BinaryIO | None = self._layout.input_pcm.open("wb")
         self._index = 0
 
     def record(self, append: PlannedAppend) -> None:
@@ -59,8 +63,7 @@ class PayloadKeeper:
             self._pcm.write(append.pcm)
         if append.frames is not None:
             for image in append.frames.images:
-                path = self.dir / SENT_FRAMES_DIR / frame_name(self._index, image.role)
-                path.write_bytes(image.data)
+                self._layout.sent_frame(self._index, image.role).write_bytes(image.data)
         self._index += 1
 
     def close(self) -> None:
@@ -76,7 +79,7 @@ class KeptPayloads:
 
     def __init__(self, bundle_dir: Path, rows: list[dict[str, Any]]) -> None:
         self.dir = bundle_dir
-        path = bundle_dir / INPUT_PCM_FILE
+        path = BundleLayout(bundle_dir).input_pcm
         frames = kept_frames_dir(bundle_dir)
         if not path.exists() or frames is None:
             raise FileNotFoundError(f"{bundle_dir}: no kept payloads (run with --keep-payloads)")
@@ -95,7 +98,7 @@ class KeptPayloads:
 
     def image(self, row: Mapping[str, Any], frame: Mapping[str, Any]) -> bytes:
         """The bytes of one image an append sent (empty if the file is gone)."""
-        path = self.frames_dir / frame_name(int(row["index"]), str(frame.get("role")))
+        path = self.frames_dir / sent_frame_name(int(row["index"]), str(frame.get("role")))
         try:
             return path.read_bytes()
         except OSError:

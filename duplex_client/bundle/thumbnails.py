@@ -10,35 +10,30 @@ loop that paces the stream.
 from __future__ import annotations
 
 import contextlib
-import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from duplex_client.bundle.layout import THUMBNAILS_DIR, BundleLayout, thumbnail_name
 from duplex_client.framing.plan import PlannedAppend
 
-#: The bundle folder holding the thumbnails.
-THUMBNAILS_DIR = "frames"
+__all__ = [
+    "THUMBNAILS_DIR",
+    "THUMBNAIL_MAX_SIDE",
+    "THUMBNAIL_QUALITY",
+    "ThumbnailWriter",
+    "make_thumbnail",
+    "remove_thumbnails",
+]
+
 #: The longest side of a thumbnail, in pixels.
 THUMBNAIL_MAX_SIDE = 160
 #: The JPEG quality thumbnails are encoded at.
 THUMBNAIL_QUALITY = 75
 
-_NAME = re.compile(r"(\d+)_(\d+)\.jpg")
-
-
-def thumbnail_name(unit_index: int, position: int) -> str:
-    """The file (under `frames/`) of image `position` of the append closing `unit_index`."""
-    return f"{unit_index}_{position}.jpg"
-
-
-def is_thumbnail_name(name: str) -> bool:
-    """Whether a file name is a thumbnail's (`<unit>_<k>.jpg`)."""
-    return _NAME.fullmatch(name) is not None
-
 
 def remove_thumbnails(bundle_dir: Path) -> None:
     """Delete an earlier run's `frames/*.jpg`, and the folder if that empties it."""
-    folder = bundle_dir / THUMBNAILS_DIR
+    folder = BundleLayout(bundle_dir).thumbnails
     for old in folder.glob("*.jpg"):
         old.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # absent, or holding something not ours
@@ -70,7 +65,7 @@ class ThumbnailWriter:
     """
 
     def __init__(self, bundle_dir: Path) -> None:
-        self.dir = bundle_dir / THUMBNAILS_DIR
+        self.dir = BundleLayout(bundle_dir).thumbnails
         self.written = 0
         self.warnings: list[str] = []
         self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(

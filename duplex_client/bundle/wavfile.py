@@ -102,6 +102,14 @@ def write_wav(path: Path, samples: Any, sample_rate_hz: int) -> None:
     tmp.replace(path)
 
 
+def wav_rate(path: Path) -> int:
+    """The sample rate of a WAV file, from its header."""
+    import wave
+
+    with wave.open(str(path), "rb") as w:
+        return w.getframerate()
+
+
 def read_wav_int16(path: Path) -> npt.NDArray[np.int16]:
     """A PCM16 WAV as int16 samples: shape (n,) for mono, (n, channels) otherwise."""
     import wave

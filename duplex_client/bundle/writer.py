@@ -21,8 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE, SENT_FILE
-from duplex_client.bundle.payloads import INPUT_PCM_FILE, SENT_FRAMES_DIR
+from duplex_client.bundle.layout import BUNDLE_FILES, RESPONSE_WAV_GLOB, BundleLayout
 from duplex_client.bundle.thumbnails import remove_thumbnails
 from duplex_client.bundle.wavfile import GrowingWav
 from duplex_client.client.config import redact
@@ -38,18 +37,7 @@ from duplex_client.protocol import server_events as se
 #: Event fields holding base64 media; replaced by a size note in `events.jsonl`.
 _PAYLOAD_FIELDS = ("delta", "audio")
 
-#: The files of a bundle; a directory used again loses the earlier run's (and nothing else).
-BUNDLE_FILES = (
-    "events.jsonl",
-    "output.wav",
-    "transcript.txt",
-    "session.json",
-    "result.json",
-    "input_timeline.json",
-    HEARD_FILE,
-    CONVERSATION_FILE,
-    SENT_FILE,
-)
+__all__ = ["BUNDLE_FILES", "RunBundle", "elide_payloads", "write_json_atomic"]
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -74,6 +62,7 @@ class RunBundle:
 
     def __init__(self, out_dir: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.dir = out_dir
+        self.layout = BundleLayout(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         probe = self.dir / ".write_test"
         probe.write_bytes(b"")
@@ -82,19 +71,19 @@ class RunBundle:
         # appended to, its extra answer WAVs stay, its result stands if this run dies early.
         for name in BUNDLE_FILES:
             (self.dir / name).unlink(missing_ok=True)
-        for old in self.dir.glob("response_*.wav"):
+        for old in self.dir.glob(RESPONSE_WAV_GLOB):
             old.unlink(missing_ok=True)
         remove_thumbnails(self.dir)
         # Payloads kept by an earlier run (`--keep-payloads`) would be taken for this run's.
-        (self.dir / INPUT_PCM_FILE).unlink(missing_ok=True)
-        for old in (self.dir / SENT_FRAMES_DIR).glob("*.jpg"):
+        self.layout.input_pcm.unlink(missing_ok=True)
+        for old in self.layout.sent_frames.glob("*.jpg"):
             old.unlink(missing_ok=True)
         self.clock = clock
         self.origin = clock()
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self.event_count = 0
         self.output_sample_rate_hz = 24000
-        self._events = (self.dir / "events.jsonl").open("w", encoding="utf-8")
+        self._events = self.layout.events.open("w", encoding="utf-8")
         self._output: GrowingWav | None = None
         self._per_response: dict[str, GrowingWav] = {}
         self._written: dict[str, int] = {}
@@ -129,7 +118,7 @@ class RunBundle:
     def write_session(self, client: DuplexClientBase, *, url: str | None = None) -> None:
         """`session.json`: what was asked (secrets removed) and what the server granted."""
         write_json_atomic(
-            self.dir / "session.json",
+            self.layout.session,
             {
                 "session_id": client.session_id,
                 "model": client.model,
@@ -172,7 +161,7 @@ class RunBundle:
         They are all the file holds so far, so the file is written again through a rename.
         """
         early, self._unanchored = self._unanchored, []
-        path = self.dir / "events.jsonl"
+        path = self.layout.events
         tmp = path.with_name(path.name + ".tmp")
         with tmp.open("w", encoding="utf-8") as out:
             for received_at, line in early:
@@ -194,14 +183,12 @@ class RunBundle:
             return
         self._written[response_id] = done + len(pcm)
         if self._output is None:
-            self._output = GrowingWav(self.dir / "output.wav", handle.sample_rate_hz)
+            self._output = GrowingWav(self.layout.output, handle.sample_rate_hz)
         self._output.write(pcm)
         wav = self._per_response.get(response_id)
         if wav is None:
-            name = f"response_{len(self._per_response) + 1:03d}_{response_id}.wav"
-            wav = self._per_response[response_id] = GrowingWav(
-                self.dir / name, handle.sample_rate_hz
-            )
+            path = self.layout.response_wav(len(self._per_response) + 1, response_id)
+            wav = self._per_response[response_id] = GrowingWav(path, handle.sample_rate_hz)
         wav.write(pcm)
 
     def handles(self) -> list[ResponseHandle]:
@@ -213,7 +200,7 @@ class RunBundle:
     def _write_transcripts(self, *, final: bool = False) -> None:
         if self._client is None:
             return
-        with (self.dir / "transcript.txt").open("a", encoding="utf-8") as out:
+        with self.layout.transcript.open("a", encoding="utf-8") as out:
             calls = {r.call.response_id: r for r in self._client.function_call_records}
             for n, handle in enumerate(self.handles(), start=1):
                 if n in self._transcribed or not (handle.done or final):
@@ -253,14 +240,14 @@ class RunBundle:
                 self._anchor_early_lines()
         with contextlib.suppress(OSError):
             self._write_transcripts(final=True)
-        (self.dir / "transcript.txt").touch()
+        self.layout.transcript.touch()
         if self._output is None:
-            GrowingWav(self.dir / "output.wav", self.output_sample_rate_hz).close()
+            GrowingWav(self.layout.output, self.output_sample_rate_hz).close()
         for wav in (self._output, *self._per_response.values()):
             if wav is not None:
                 wav.close()
         with contextlib.suppress(OSError):
             self._events.close()
-        path = self.dir / "result.json"
+        path = self.layout.result
         write_json_atomic(path, result)
         return path

@@ -5,7 +5,8 @@
 """
 
 from duplex_client.eval.api import EvalResult, run_eval, run_eval_async
-from duplex_client.eval.items import EvalItem, ItemSetError, load_items, select_items
+from duplex_client.eval.item import EvalItem, ItemSetError
+from duplex_client.eval.items import load_items, select_items
 from duplex_client.eval.runner import EvalProgress
 from duplex_client.eval.summary import EvalSummary, ItemRecord
 

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.bundle.eval_layout import EVAL_FILE, FDB_EXPORT_DIR
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
-from duplex_client.eval.items import EvalItem, load_items, select_items
+from duplex_client.eval.item import EvalItem
+from duplex_client.eval.items import load_items, select_items
 from duplex_client.eval.runner import (
     EvalProgress,
     EvalRun,
@@ -152,7 +154,7 @@ async def run_eval_async(
         )
     progress = progress or EvalProgress()
     record = settings_record(settings, base)
-    changed = changed_options(out / "eval.json", record)
+    changed = changed_options(out / EVAL_FILE, record)
     if changed:
         progress.notes.append(
             f"run options differ from this eval's earlier run ({changed}): finished items keep "
@@ -160,7 +162,7 @@ async def run_eval_async(
         )
     try:
         out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / "eval.json", record)
+        write_json_atomic(out / EVAL_FILE, record)
     except OSError as exc:
         message = f"{out}: cannot write the output directory ({exc})"
         raise UsageError(message, param="output_dir") from None
@@ -310,7 +312,7 @@ def _export_fdb(
     from duplex_client.eval.fdb import export_item
 
     by_id = {i.id: i for i in items}
-    root = Path(export_dir) if export_dir is not None else out / "fdb"
+    root = Path(export_dir) if export_dir is not None else out / FDB_EXPORT_DIR
     notes = []
     for record in summary.records:
         target = root / str(record.repeat) if repeat > 1 else root

@@ -9,35 +9,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from duplex_client.eval.items import EvalItem
-
-TIMELINE = "input_timeline.json"
-PAYLOAD = "input.pcm"
+from duplex_client.bundle.eval_layout import items_root
+from duplex_client.bundle.layout import TIMELINE_FILE, BundleLayout
+from duplex_client.eval.item import EvalItem
 
 
 def is_bundle_tree(root: Path) -> bool:
     """Whether `root` is a bundle, or holds bundles below it."""
-    return (root / TIMELINE).is_file() or any(_bundles(_base(root)))
+    return BundleLayout(root).is_bundle() or any(_bundles(items_root(root)))
 
 
 def read_bundle_items(root: Path) -> list[EvalItem]:
     """One replay item per bundle under `root`, sorted; a bundle without payloads fails alone."""
-    base = _base(root)
+    base = items_root(root)
     items = []
     for folder in sorted(_bundles(base)):
         rel = folder.relative_to(base).as_posix()
         if rel == ".":
             rel = folder.name
         error = None
-        if not (folder / PAYLOAD).is_file():
+        if not BundleLayout(folder).input_pcm.is_file():
             error = f"{folder}: no kept payloads (run with --keep-payloads)"
         items.append(EvalItem(rel, replay=str(folder.resolve()), error=error))
     return items
 
 
-def _base(root: Path) -> Path:
-    return root / "items" if (root / "items").is_dir() and (root / "eval.json").is_file() else root
-
-
 def _bundles(base: Path) -> list[Path]:
-    return [p.parent for p in base.rglob(TIMELINE) if not p.parent.name.startswith(".")]
+    return [p.parent for p in base.rglob(TIMELINE_FILE) if not p.parent.name.startswith(".")]

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from duplex_client.eval.items import EvalItem, ItemSetError
+from duplex_client.bundle.layout import HEARD_FILE, BundleLayout
+from duplex_client.eval.item import EvalItem, ItemSetError
 
 __all__ = [
     "ANNOTATION_FILES",
@@ -34,9 +35,8 @@ __all__ = [
     "read_fdb_items",
 ]
 
-#: The run bundle's listener track (`listening_report.HEARD_FILE`; not imported: numpy).
-HEARD_FILE: Final = "heard.wav"
 INPUT_FILE: Final = "input.wav"
+#: FDB's answer file in its tree (not the run bundle's `output.wav`, which this never reads).
 OUTPUT_FILE: Final = "output.wav"
 #: The event annotations, in the order one is chosen as an item's `annotations` (a sample
 #: folder holds one of them: v1 pause / turn-taking / interruption, v1.5 overlap metadata).
@@ -272,7 +272,7 @@ def export_item(item: EvalItem, bundle_dir: Path, export_root: Path) -> ExportOu
     input_path = Path(item.input_audio)
     if out_dir.resolve() == input_path.parent.resolve():
         raise ValueError(f"{export_root}: the export must not be the input tree itself")
-    heard_path = bundle_dir / HEARD_FILE
+    heard_path = BundleLayout(bundle_dir).heard
     if not heard_path.is_file():
         return nothing(
             f"no output.wav: {heard_path} is missing (the item failed, or ran with --burst)"

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from duplex_client.bundle.layout import EVAL_ITEM_FILE, BundleLayout
+from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
-from duplex_client.eval.items import EvalItem
+from duplex_client.eval.item import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.options import RunOptions
 from duplex_client.run.progress import RunProgress
@@ -23,7 +25,7 @@ from duplex_client.run.result import EXIT_FAILED, EXIT_USAGE, RunResult
 #: `result.json` statuses that end an item: anything else (interrupted, none) runs again.
 FINAL_STATUSES = frozenset({"ok", "failed"})
 #: The eval's own record of an item beside `result.json`: endpoint, attempts, earlier errors.
-ITEM_FILE = "eval_item.json"
+ITEM_FILE = EVAL_ITEM_FILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,16 +148,11 @@ async def _replay(job: ItemJob, bundle_dir: Path, progress: RunProgress | None) 
 def _write_failure(bundle_dir: Path, error: str) -> ItemOutcome:
     bundle_dir.mkdir(parents=True, exist_ok=True)
     doc = failed_result(error)
-    write_json_atomic(bundle_dir / "result.json", doc)
+    write_json_atomic(BundleLayout(bundle_dir).result, doc)
     return ItemOutcome.from_result(doc)
 
 
 def read_outcome(bundle_dir: Path) -> ItemOutcome | None:
     """The outcome a bundle holds, or None when it has no readable `result.json`."""
-    import json
-
-    try:
-        doc = json.loads((bundle_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return ItemOutcome.from_result(doc) if isinstance(doc, dict) else None
+    doc = read_optional(BundleLayout(bundle_dir).result)
+    return None if doc is None else ItemOutcome.from_result(doc)

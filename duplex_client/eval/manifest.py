@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from duplex_client.eval.items import KNOWN_COLUMNS, EvalItem, ItemSetError, id_problem
+from duplex_client.eval.item import KNOWN_COLUMNS, EvalItem, ItemSetError, id_problem
 
 _JSON_TYPES = {
     list: "an array",

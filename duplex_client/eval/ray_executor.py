@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from duplex_client.bundle.layout import RESULT_FILE
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, clear_bundle, failed_result
 from duplex_client.eval.ray_worker import (
-    RESULT_FILE,
     read_inputs,
     run_item_task,
     warm_worker,

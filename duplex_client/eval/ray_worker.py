@@ -20,9 +20,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
+from duplex_client.bundle.layout import RESULT_FILE
 from duplex_client.eval.item_run import ItemJob, clear_bundle, run_item
-
-RESULT_FILE: Final = "result.json"
 
 #: How long a warm-up task keeps its worker, so that the others start workers of their own.
 WARM_HOLD_S: Final = 1.0

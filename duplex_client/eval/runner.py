@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from duplex_client.bundle.eval_layout import item_key
+from duplex_client.bundle.layout import BundleLayout
+from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
-from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, read_outcome, run_item
-from duplex_client.eval.items import EvalItem, ItemSetError
+from duplex_client.eval.item import EvalItem, ItemSetError
+from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.summary import EvalSummary, ItemRecord, summary_row
 from duplex_client.run.options import DEVICE_FIELDS, RunOptions
 from duplex_client.run.sources.files import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY
@@ -95,8 +98,7 @@ def plan_jobs(items: Sequence[EvalItem], repeat: int) -> list[EvalJob]:
     jobs = []
     for item in items:
         for r in range(1, repeat + 1) if repeat > 1 else [None]:
-            key = f"items/{item.id}" + (f"/{r}" if r is not None else "")
-            jobs.append(EvalJob(item, r, key))
+            jobs.append(EvalJob(item, r, item_key(item.id, r)))
     keys = {j.key for j in jobs}
     if len(keys) < len(jobs):
         counts = collections.Counter(i.id for i in items)  # given as a list, not loaded
@@ -313,7 +315,7 @@ class EvalRun:
         """Record a finished job: its eval sidecar, its summary record, the live figures."""
         bundle_dir = self.output_dir / job.key
         side = {"endpoint": endpoint.shown, "attempts": attempts, "previous_errors": list(errors)}
-        await asyncio.to_thread(write_json_atomic, bundle_dir / ITEM_FILE, side)
+        await asyncio.to_thread(write_json_atomic, BundleLayout(bundle_dir).eval_item, side)
         record = await asyncio.to_thread(self._load, job)
         if record is not None and not record.result.get("ok"):
             self.progress.failed += 1
@@ -328,14 +330,10 @@ class EvalRun:
 
     def _load(self, job: EvalJob) -> ItemRecord | None:
         """Read a finished job's bundle into its summary record (and the live figures)."""
-        import json
-
         if job.key in self.records:  # read already (a stop raced the runner's own read)
             return self.records[job.key]
         bundle_dir = self.output_dir / job.key
-        side: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            side = json.loads((bundle_dir / ITEM_FILE).read_text(encoding="utf-8"))
+        side: dict[str, Any] = read_optional(BundleLayout(bundle_dir).eval_item) or {}
         try:
             record = ItemRecord.from_bundle(
                 bundle_dir,

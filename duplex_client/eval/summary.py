@@ -18,26 +18,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Default `--max-lateness-ms`: above this send lateness p99 (or end drift) a run is invalid.
-TIMING_LATENESS_MS = 20.0
-#: The fixed summary columns, in order; manifest extra columns follow.
-SUMMARY_COLUMNS = (
-    "id", "repeat", "endpoint", "status", "ok", "exit_code", "error", "duration_s", "attempts",
-    "timing", "timing_valid", "lateness_p99_ms", "drift_ms", "turns", "latency_p50_ms",
-    "latency_p95_ms", "latency_max_ms", "first_answer_latency_p50_ms", "server_p50_ms",
-    "overlap_p50_ms", "gap_p50_ms", "unanswered_turns", "cut_turns", "transcript", "expected",
-    "bundle",
-)  # fmt: skip
-#: The pooled per-turn distributions of the aggregate, with their `summary.md` labels.
-POOLED = {
-    "latency_ms": "latency",
-    "server_ms": "server time",
-    "overlap_ms": "overlap",
-    "gap_ms": "gap",
-}
-#: Pooled over heard turns only (`heard_ms` > 0), as `metrics` does per run.
-HEARD_ONLY = frozenset({"overlap_ms", "gap_ms"})
-SUMMARY_FILES = ("summary.jsonl", "summary.csv", "summary.md")
+from duplex_client.analysis.pooling import (
+    HEARD_ONLY,
+    POOLED,
+    TIMING_LATENESS_MS,
+    number,
+    percentiles,
+    turn_values,
+)
+from duplex_client.bundle.eval_layout import SUMMARY_COLUMNS, SUMMARY_FILES
+from duplex_client.bundle.layout import BundleLayout
+from duplex_client.bundle.reader import read_json
+
+__all__ = [
+    "HEARD_ONLY",
+    "POOLED",
+    "SUMMARY_COLUMNS",
+    "SUMMARY_FILES",
+    "TIMING_LATENESS_MS",
+    "EvalSummary",
+    "ItemRecord",
+    "normalise_error",
+    "percentiles",
+    "summary_row",
+    "timing_valid",
+    "turn_values",
+]
+
 #: Ids listed per failure group.
 FAILURE_IDS = 10
 NO_ENDPOINT = "(none)"
@@ -47,25 +54,11 @@ _HEX = re.compile(r"(?<![0-9A-Za-z])(?=[0-9A-Fa-f]*[0-9])[0-9A-Fa-f]{8,}(?![0-9A
 _DIGITS = re.compile(r"\d+")
 
 
-def _number(value: Any) -> float | None:
-    """A JSON number as float (None for null, a bool or anything else)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read JSON ({exc})") from None
-
-
 def _read_drift(path: Path, realtime: bool) -> float | None:
     """The last append's lateness in `input_timeline.json` (None: no file, no appends, asap)."""
     if not path.exists():
         return None
-    doc = _load_json(path)
+    doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("appends", []), list):
         raise ValueError(f"{path}: not an input timeline (no `appends` list)")
     clock = doc.get("clock")
@@ -74,7 +67,7 @@ def _read_drift(path: Path, realtime: bool) -> float | None:
     if not realtime or pacing != "realtime" or not appends:
         return None
     last = appends[-1]
-    return _number(last.get("lateness_ms")) if isinstance(last, dict) else None
+    return number(last.get("lateness_ms")) if isinstance(last, dict) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +109,11 @@ class ItemRecord:
         previous_errors: Sequence[str] = (),
     ) -> ItemRecord:
         """Read a run bundle's `result.json` (required) and its drift from the timeline."""
-        path = bundle_dir / "result.json"
+        layout = BundleLayout(bundle_dir)
+        path = layout.result
         if not path.exists():
             raise ValueError(f"{path}: missing (the item has no result)")
-        result = _load_json(path)
+        result = read_json(path)
         if not isinstance(result, dict):
             raise ValueError(f"{path}: not a result (a JSON object expected)")
         if not isinstance(result.get("ok"), bool) or not isinstance(result.get("status"), str):
@@ -130,27 +124,11 @@ class ItemRecord:
         ):
             raise ValueError(f"{path}: `turns` is not a list of objects")
         realtime = result.get("timing", "realtime") == "realtime"
-        drift = _read_drift(bundle_dir / "input_timeline.json", realtime)
+        drift = _read_drift(layout.timeline, realtime)
         return cls(
             id, repeat, endpoint, attempts, result, drift, expected, dict(extra), bundle,
             tuple(previous_errors),
         )  # fmt: skip
-
-
-def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
-    """Linear-interpolated percentiles of `values` at each `q` in [0, 1] (values non-empty)."""
-    if not values:
-        raise ValueError("percentiles of no values")
-    ordered = sorted(values)
-    out = []
-    for q in qs:
-        if not 0.0 <= q <= 1.0:
-            raise ValueError(f"percentile q must be within [0, 1], got {q}")
-        pos = (len(ordered) - 1) * q
-        lo = int(pos)
-        hi = min(lo + 1, len(ordered) - 1)
-        out.append(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
-    return out
 
 
 def _distribution(values: Sequence[float]) -> dict[str, Any]:
@@ -171,7 +149,7 @@ def _check_threshold(max_lateness_ms: float) -> float:
 
 def _lateness_p99(result: Mapping[str, Any]) -> float | None:
     lateness = result.get("lateness_ms")
-    return _number(lateness.get("p99")) if isinstance(lateness, dict) else None
+    return number(lateness.get("p99")) if isinstance(lateness, dict) else None
 
 
 def timing_valid(record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS) -> bool | None:
@@ -192,7 +170,7 @@ def timing_valid(record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS
 
 def _metric(metrics: Mapping[str, Any], name: str, stat: str) -> float | None:
     block = metrics.get(name)
-    return _number(block.get(stat)) if isinstance(block, dict) else None
+    return number(block.get(stat)) if isinstance(block, dict) else None
 
 
 def _extra_key(name: str, taken: Iterable[str]) -> str:
@@ -256,18 +234,6 @@ def normalise_error(message: str) -> str:
     text = _UUID.sub("…", message.strip())
     text = _HEX.sub("…", text)
     return _DIGITS.sub("N", text)
-
-
-def turn_values(turns: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """Per-turn values by `POOLED` field, as the aggregate pools them (`HEARD_ONLY` heard)."""
-    pooled: dict[str, list[float]] = {name: [] for name in POOLED}
-    for turn in turns:
-        heard = (_number(turn.get("heard_ms")) or 0.0) > 0
-        for name in POOLED:
-            value = _number(turn.get(name))
-            if value is not None and (heard or name not in HEARD_ONLY):
-                pooled[name].append(value)
-    return pooled
 
 
 def _pooled_turns(records: Sequence[ItemRecord]) -> dict[str, list[float]]:

@@ -15,6 +15,7 @@ from typing import Any
 from duplex_client.framing.digest import SentDigest, audio_sha256
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, EncodedImage, FrameGroup
+from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME
 from duplex_client.protocol.capabilities import Capabilities, UnitKind
 
 #: Reads one append's PCM: (row) → bytes.
@@ -51,8 +52,10 @@ class RecordedInput:
         cls, doc: Mapping[str, Any], pcm: PcmReader, image: FrameReader
     ) -> RecordedInput:
         """Rebuild the appends of an `input_timeline.json` document, checking every hash."""
-        if doc.get("schema_version") != 1 or not isinstance(doc.get("appends"), list):
-            raise RecordedInputError("not an input_timeline.json of schema version 1")
+        if doc.get("schema_version") != SCHEMA_VERSION or not isinstance(doc.get("appends"), list):
+            raise RecordedInputError(
+                f"not an {TIMELINE_FILENAME} of schema version {SCHEMA_VERSION}"
+            )
         if (doc.get("clock") or {}).get("pacing") != "realtime":
             raise RecordedInputError("the recording was not paced in real time (--burst)")
         appends = []

@@ -30,7 +30,10 @@ from duplex_client.protocol.server_events import (
     ServerEvent,
 )
 
+#: The version of the document's format, its `schema_version` field (and so the run bundle's:
+#: `bundle.layout.SCHEMA_VERSION`). Raise it when any bundle file changes incompatibly.
 SCHEMA_VERSION = 1
+#: The document's file name in a run bundle (`bundle.layout.TIMELINE_FILE`).
 TIMELINE_FILENAME = "input_timeline.json"
 
 

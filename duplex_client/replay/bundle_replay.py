@@ -10,19 +10,19 @@ The new bundle's `sent_sha256` equals the original's when the input was identica
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from duplex_client.bundle.payloads import INPUT_PCM_FILE, KeptPayloads, kept_frames_dir
+from duplex_client.bundle.layout import BundleLayout
+from duplex_client.bundle.payloads import KeptPayloads, kept_frames_dir
+from duplex_client.bundle.reader import read_document, read_timeline
 from duplex_client.client.config import SessionConfig
 from duplex_client.client.replaying import send_recorded
 from duplex_client.client.streaming import StreamResult, StreamTarget
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
-from duplex_client.framing.timeline import TIMELINE_FILENAME
 from duplex_client.replay.rederive import rederive, replan_sender
 from duplex_client.run.options import RunOptions
 from duplex_client.run.prepare import ref_audio_url
@@ -65,15 +65,9 @@ class RecordedRun:
     def load(cls, path: str | Path) -> RecordedRun:
         """Read and check a bundle; a `UsageError` (one line) says what is missing or differs."""
         bundle = Path(path)
-        docs = {}
-        for name in (TIMELINE_FILENAME, "session.json", "result.json"):
-            try:
-                docs[name] = json.loads((bundle / name).read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise UsageError(f"{bundle}: not a run bundle (no {name})", keywords=()) from None
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"{bundle / name}: unreadable ({exc})", keywords=()) from None
-        timeline = docs[TIMELINE_FILENAME]
+        timeline = read_timeline(bundle)
+        layout = BundleLayout(bundle)
+        session, result = read_document(layout.session), read_document(layout.result)
         try:
             if _no_payloads_kept(bundle):  # re-derived from the source files, then checked
                 pcm, image = rederive(timeline)
@@ -83,7 +77,7 @@ class RecordedRun:
             recorded = RecordedInput.from_timeline(timeline, pcm, image)
         except (FileNotFoundError, RecordedInputError, UsageError) as exc:
             raise UsageError(f"{bundle}: {exc}", keywords=()) from None
-        return cls(bundle, recorded, timeline, docs["session.json"], docs["result.json"])
+        return cls(bundle, recorded, timeline, session, result)
 
     def session_config(self, ref_audio: str | None = None) -> SessionConfig:
         """The session the original asked for (a reference voice must be given again)."""
@@ -112,7 +106,7 @@ class RecordedRun:
 def _no_payloads_kept(bundle: Path) -> bool:
     """Neither `input.pcm` nor kept frames (`sent_frames/`, or an older bundle's `frames/`):
     recorded without --keep-payloads (one gone: damaged)."""
-    return not (bundle / INPUT_PCM_FILE).exists() and kept_frames_dir(bundle) is None
+    return not BundleLayout(bundle).input_pcm.exists() and kept_frames_dir(bundle) is None
 
 
 _OPTIONAL = (

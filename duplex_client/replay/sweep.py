@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from duplex_client.bundle.layout import BundleLayout
+from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.client.resume import ReconnectListener
 from duplex_client.client.session import EventListener
@@ -288,10 +289,7 @@ def sweep_row(value: float, result: RunResult) -> dict[str, Any]:
 def _sent_sha256(bundle: Path | None) -> str | None:
     if bundle is None:
         return None
-    try:
-        doc = json.loads((bundle / "input_timeline.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    doc = read_optional(BundleLayout(bundle).timeline) or {}
     digest = (doc.get("totals") or {}).get("sent_sha256")
     return digest if isinstance(digest, str) else None
 
@@ -343,7 +341,7 @@ async def sweep_bundle(
         )
         row = sweep_row(value, result)
         log = {"condition": name, "value": value, "seed": seed, **condition.log}
-        write_json_atomic(where / "condition.json", log)
+        write_json_atomic(BundleLayout(where).condition, log)
         sweep.rows.append(row)
         sweep.results.append(result)
         if on_replay is not None:

@@ -1,34 +1,50 @@
-"""Reads a run bundle for a report: its documents, its waveforms and its thumbnails.
+"""A run bundle as a report draws it: its view, waveform envelopes and thumbnails.
 
-Everything a page or a figure needs comes from the bundle directory alone. A bundle that is
-not one, or of another schema, raises `ReportInputError` (one line); a truncated
-`events.jsonl` (a killed run) is read up to its last complete line, with a warning.
+Everything a page or a figure needs comes from the bundle directory alone, read through
+`bundle.reader`. A bundle that is not one, or of another schema, raises `ReportInputError`
+(the reader's `BundleError`, one line); a truncated `events.jsonl` (a killed run) is read up
+to its last complete line, with a warning.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
-from duplex_client.framing.timeline import SCHEMA_VERSION, TIMELINE_FILENAME
+from duplex_client.bundle.layout import RESULT_FILE, BundleLayout
+from duplex_client.bundle.reader import (
+    BundleError,
+    check_bundle,
+    read_document,
+    read_events,
+    read_thumbnails,
+    read_timeline,
+    read_waveforms,
+)
 from duplex_client.report.run_view import RunView
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-THUMBNAIL_DIR = "frames"
+__all__ = [
+    "OPUS_RATE_HZ",
+    "Envelope",
+    "ReportInputError",
+    "RunBundleData",
+    "check_bundle",
+    "encode_listening_audio",
+    "load_run_bundle",
+    "read_events",
+]
+
 #: The rate Opus encodes at (the conversation mix is resampled to it).
 OPUS_RATE_HZ = 48000
-RESULT_FILE = "result.json"
-EVENTS_FILE = "events.jsonl"
 
-
-class ReportInputError(ValueError):
-    """A path a report cannot be made from; the message is one line naming it and why."""
+#: What a report cannot be made from (a bundle, an eval directory, the paths given): the
+#: bundle reader's one error type, under the name the report has always raised.
+ReportInputError = BundleError
 
 
 @dataclass
@@ -74,62 +90,13 @@ class RunBundleData:
     thumbnails: dict[str, Path] = field(default_factory=dict)
 
 
-def read_events(path: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """The lines of `events.jsonl` up to the first incomplete one, and a warning if it stopped."""
-    events: list[dict[str, Any]] = []
-    if not path.exists():
-        return events, f"{path.name} is missing: server events are not drawn"
-    with path.open("rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                return events, (
-                    f"{path.name} ends in an incomplete line ({number}; the run was killed?): "
-                    f"drawn up to line {number - 1}"
-                )
-            if isinstance(line, dict):
-                events.append(line)
-    return events, None
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportInputError(f"{path}: not readable JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise ReportInputError(f"{path}: expected a JSON object")
-    return doc
-
-
-def check_bundle(path: Path) -> None:
-    """Raise `ReportInputError` unless `path` is a run bundle of the schema this reads."""
-    if not path.is_dir():
-        raise ReportInputError(f"{path}: no such directory")
-    if not (path / TIMELINE_FILENAME).exists():
-        raise ReportInputError(f"{path} is not a run bundle (no {TIMELINE_FILENAME})")
-
-
 def load_run_bundle(path: Path, *, columns: int = 2000, thumbnails: bool = True) -> RunBundleData:
     """Read a bundle; waveforms reduced to `columns` min/max pairs (run it off the event loop)."""
-    check_bundle(path)
-    timeline = _read_json(path / TIMELINE_FILENAME)
-    version = timeline.get("schema_version")
-    if not isinstance(version, int) or version < SCHEMA_VERSION:
-        raise ReportInputError(
-            f"{path}: bundle schema {version} is older than this duplex-client reads "
-            f"({SCHEMA_VERSION}); re-run it with this version"
-        )
-    if version > SCHEMA_VERSION:
-        raise ReportInputError(
-            f"{path}: bundle schema {version} is newer than this duplex-client reads "
-            f"({SCHEMA_VERSION}); upgrade duplex-client"
-        )
+    timeline = read_timeline(path)
+    layout = BundleLayout(path)
     warnings: list[str] = []
-    result_path = path / RESULT_FILE
-    if result_path.exists():
-        result = _read_json(result_path)
+    if layout.result.exists():
+        result = read_document(layout.result)
         if "timing" not in result:  # `timing` and `turns` came with the turn metrics
             raise ReportInputError(
                 f"{path}: {RESULT_FILE} has no turn metrics (written by an older duplex-client);"
@@ -142,48 +109,29 @@ def load_run_bundle(path: Path, *, columns: int = 2000, thumbnails: bool = True)
     else:
         result = {"status": "unfinished"}
         warnings.append(f"{RESULT_FILE} is missing (the run did not finish): no decisions or turns")
-    events, events_warning = read_events(path / EVENTS_FILE)
+    events, events_warning = read_events(layout.events)
     if events_warning:
         warnings.append(events_warning)
-    thumbs: dict[str, Path] = {}
-    if thumbnails and (path / THUMBNAIL_DIR).is_dir():
-        thumbs = {p.name: p for p in sorted((path / THUMBNAIL_DIR).glob("*_*.jpg"))}
+    thumbs = read_thumbnails(layout) if thumbnails else {}
     view = RunView.from_documents(path.name, result, timeline, events, thumbnails=set(thumbs))
     view.warnings.extend(warnings)
     data = RunBundleData(dir=path, view=view, thumbnails=thumbs)
-    _read_waves(data, columns)
+    _read_waves(data, layout, columns)
     return data
 
 
-def _read_waves(data: RunBundleData, columns: int) -> None:
-    import wave
-
-    from duplex_client.bundle.wavfile import read_wav_int16
-
-    mix = data.dir / CONVERSATION_FILE
-    heard = data.dir / HEARD_FILE
+def _read_waves(data: RunBundleData, layout: BundleLayout, columns: int) -> None:
     try:
-        if mix.exists():
-            rate = _wav_rate(mix)
-            stereo = read_wav_int16(mix)
-            if stereo.ndim == 2 and stereo.shape[1] == 2:
-                data.input_wave = Envelope.of(stereo[:, 0], rate, columns)
-                data.heard_wave = Envelope.of(stereo[:, 1], rate, columns)
-                data.conversation = mix
-                return
-        if heard.exists():
-            rate = _wav_rate(heard)
-            mono = read_wav_int16(heard)
-            data.heard_wave = Envelope.of(mono if mono.ndim == 1 else mono[:, 0], rate, columns)
-    except (OSError, ValueError, EOFError, wave.Error) as exc:
+        waves = read_waveforms(layout)
+    except BundleError as exc:
         data.view.warnings.append(f"audio not drawn: {exc}")
-
-
-def _wav_rate(path: Path) -> int:
-    import wave
-
-    with wave.open(str(path), "rb") as w:
-        return w.getframerate()
+        return
+    if waves is None:
+        return
+    if waves.input is not None:
+        data.input_wave = Envelope.of(waves.input, waves.rate_hz, columns)
+    data.heard_wave = Envelope.of(waves.heard, waves.rate_hz, columns)
+    data.conversation = waves.conversation
 
 
 def encode_listening_audio(path: Path, *, bitrate: int = 48000) -> bytes:
@@ -193,10 +141,10 @@ def encode_listening_audio(path: Path, *, bitrate: int = 48000) -> bytes:
     import av
     import numpy as np
 
-    from duplex_client.bundle.wavfile import read_wav_int16
+    from duplex_client.bundle.wavfile import read_wav_int16, wav_rate
     from duplex_client.media.resample import Resampler
 
-    rate = _wav_rate(path)
+    rate = wav_rate(path)
     samples = read_wav_int16(path)
     if samples.ndim == 1:
         samples = samples.reshape(-1, 1)

@@ -11,7 +11,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from duplex_client.eval.summary import POOLED
+from duplex_client.analysis.pooling import POOLED
 
 if TYPE_CHECKING:
     from bokeh.model import Model

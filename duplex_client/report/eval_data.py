@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from duplex_client.report.bundle_reader import RESULT_FILE, ReportInputError
-
-SUMMARY_JSONL = "summary.jsonl"
+from duplex_client.bundle.eval_layout import SUMMARY_JSONL
+from duplex_client.bundle.layout import BundleLayout
+from duplex_client.bundle.reader import BundleError, read_document
+from duplex_client.report.bundle_reader import ReportInputError
 
 
 def check_eval_dir(path: Path) -> None:
@@ -65,14 +66,14 @@ def pooled_turns(
         bundle = row.get("bundle")
         if not isinstance(bundle, str) or not bundle:
             continue
-        path = eval_dir / bundle / RESULT_FILE
+        path = BundleLayout(eval_dir / bundle).result
         try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-            found = result["turns"] if isinstance(result, dict) else None
-            if not isinstance(found, list):
-                raise ValueError("no `turns` list")
-        except (OSError, ValueError, KeyError) as exc:
-            warnings.append(f"{path}: not read ({exc}); its turns are not in the histograms")
+            found = read_document(path).get("turns")
+        except BundleError as exc:
+            warnings.append(f"{exc}; its turns are not in the histograms")
+            continue
+        if not isinstance(found, list):
+            warnings.append(f"{path}: no `turns` list; its turns are not in the histograms")
             continue
         turns.extend(t for t in found if isinstance(t, dict))
     return turns, warnings

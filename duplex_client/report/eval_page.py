@@ -18,21 +18,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from duplex_client.analysis.pooling import turn_values
+from duplex_client.bundle.eval_layout import EVAL_FILE, INDEX_FILE, SUMMARY_MD, is_eval_dir
+from duplex_client.bundle.layout import BundleLayout
 from duplex_client.report.bundle_reader import ReportInputError
-from duplex_client.report.eval_data import (
-    SUMMARY_JSONL,
-    pooled_items,
-    pooled_turns,
-    read_summary_rows,
-)
+from duplex_client.report.eval_data import pooled_items, pooled_turns, read_summary_rows
 from duplex_client.report.eval_table import SORT_SCRIPT, cell_text, item_table, label, table_columns
 from duplex_client.report.html import json_script, page, require_bokeh, warning_banner
 
-SUMMARY_MD = "summary.md"
-EVAL_FILE = "eval.json"
-TIMELINE_FILE = "input_timeline.json"
-#: The index's default name (in the eval directory) and each item page's (in its bundle).
-REPORT_FILE = "report.html"
+__all__ = ["EvalReport", "ItemPageWriter", "is_eval_dir", "render_markdown", "write_eval_report"]
+
 #: Writes the page of the bundle (first path) to the output (second); returns the output.
 ItemPageWriter = Callable[[Path, Path], Path]
 
@@ -57,13 +52,6 @@ class EvalReport:
     pages: dict[str, Path] = field(default_factory=dict)
     #: Item label → why its page was not written (one line).
     failures: dict[str, str] = field(default_factory=dict)
-
-
-def is_eval_dir(path: Path) -> bool:
-    """Whether `path` looks like an eval output (not a run bundle): a summary or eval files."""
-    if not path.is_dir() or (path / TIMELINE_FILE).exists():
-        return False
-    return any((path / name).exists() for name in (SUMMARY_JSONL, EVAL_FILE, "items"))
 
 
 def render_markdown(text: str) -> str:
@@ -145,13 +133,12 @@ def write_eval_report(
     `EvalReport.failures` and shown unlinked with the error; only an unreadable
     `summary.jsonl` stops the index.
     """
-    from duplex_client.eval.summary import turn_values
     from duplex_client.files import write_text_atomic
     from duplex_client.report.eval_charts import HISTOGRAMS, histograms_html
 
     require_bokeh()
     rows = read_summary_rows(eval_dir)
-    output = output if output is not None else eval_dir / REPORT_FILE
+    output = output if output is not None else eval_dir / INDEX_FILE
     writer = write_item_page if write_item_page is not None else _default_writer(thumbnails)
     report = EvalReport(index=output)
     links: list[tuple[str | None, str | None]] = []
@@ -162,7 +149,7 @@ def write_eval_report(
             if bundle_dir is None:
                 links.append((None, None))
                 continue
-            written = writer(bundle_dir, bundle_dir / REPORT_FILE)
+            written = writer(bundle_dir, BundleLayout(bundle_dir).report)
         except Exception as exc:  # one bundle's page, whatever broke it, never the index
             known = isinstance(exc, ReportInputError | OSError)
             report.failures[name] = " ".join(

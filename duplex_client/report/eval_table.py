@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from duplex_client.eval.summary import SUMMARY_COLUMNS
+from duplex_client.bundle.eval_layout import SUMMARY_COLUMNS
 
 #: The summary fields the item table shows, in order (extra manifest columns follow).
 TABLE_COLUMNS = (

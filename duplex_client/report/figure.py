@@ -289,7 +289,7 @@ def _turns(ax: Axes, view: RunView, end_s: float) -> None:
 
 def _lateness(ax: Axes, view: RunView) -> None:
     """Each append's send lateness as one line, against the timing-valid limit."""
-    from duplex_client.eval.summary import TIMING_LATENESS_MS
+    from duplex_client.analysis.pooling import TIMING_LATENESS_MS
 
     if not view.lateness:
         empty_note(ax, "no send lateness in this bundle")

@@ -41,7 +41,7 @@ def eval_figure(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -> Figu
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    from duplex_client.eval.summary import POOLED, turn_values
+    from duplex_client.analysis.pooling import POOLED, turn_values
 
     values = turn_values(turns)
     fig = Figure(figsize=(12.0, 7.0), layout="constrained")
@@ -58,7 +58,7 @@ def eval_figure(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -> Figu
 
 
 def _histogram(ax: Axes, name: str, label: str, values: list[float]) -> None:
-    from duplex_client.eval.summary import percentiles
+    from duplex_client.analysis.pooling import percentiles
 
     ax.set_label(name)
     ax.set_xlabel(f"{label} (ms)")

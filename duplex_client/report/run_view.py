@@ -1,8 +1,8 @@
 """What a report draws of one run bundle: every track on the media clock, as plain data.
 
 `RunView.from_documents` is pure: it takes the parsed `result.json`, `input_timeline.json` and
-`events.jsonl` lines and builds the tracks. `load_run_view` (in `bundle_reader`) does the
-reading. All times are media ms (0 = the first input sample).
+`events.jsonl` lines and builds the tracks. `bundle_reader.load_run_bundle` does the reading
+(through `bundle.reader`). All times are media ms (0 = the first input sample).
 """
 
 from __future__ import annotations

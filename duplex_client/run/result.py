@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE, OUTPUT_FILE
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.run.progress import RunProgress
 
@@ -136,19 +137,19 @@ class RunResult:
     @property
     def audio(self) -> npt.NDArray[np.int16]:
         """All kept answer audio (`output.wav`) as int16 samples at 24 kHz."""
-        return self._wav("output.wav")
+        return self._wav(OUTPUT_FILE)
 
     @property
     def heard(self) -> npt.NDArray[np.int16]:
         """What the listener heard (`heard.wav`): int16, sample 0 = media time 0."""
-        return self._wav("heard.wav")
+        return self._wav(HEARD_FILE)
 
     @property
     def conversation(self) -> npt.NDArray[np.int16]:
         """`conversation.wav` as an (n, 2) int16 array: input left, heard right."""
         import numpy as np
 
-        mix = self._wav("conversation.wav")
+        mix = self._wav(CONVERSATION_FILE)
         return mix if mix.ndim == 2 else np.zeros((0, 2), dtype=np.int16)
 
     def turns_frame(self) -> pd.DataFrame:
@@ -203,7 +204,7 @@ class RunResult:
             return {
                 "timing": self.timing,
                 "warnings": self.warnings,
-                "omitted": ["turns", "metrics", "heard.wav", "conversation.wav"],
+                "omitted": ["turns", "metrics", HEARD_FILE, CONVERSATION_FILE],
                 "omitted_reason": "no listener clock: the input was not paced in real time",
             }
         out: dict[str, Any] = {"timing": self.timing, "warnings": self.warnings}

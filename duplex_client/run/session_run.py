@@ -171,7 +171,7 @@ class SessionRun:
             self.client, self.clock, bundle.dir, output, annotations=annotations
         )
         self.timeline = InputTimeline(
-            model=self.model, url=self.client.url, path=bundle.dir / "input_timeline.json"
+            model=self.model, url=self.client.url, path=bundle.layout.timeline
         )
         self.timeline.set_sliding_window(config.extra_body)
         self.activity = SessionActivity()

@@ -417,11 +417,11 @@ def test_from_bundle_drift_is_none_without_a_realtime_timeline(tmp_path: Path) -
     ("res", "timeline", "message"),
     [
         (None, None, r"result\.json: missing"),
-        ("{not json", None, r"result\.json: cannot read JSON"),
+        ("{not json", None, r"result\.json: not readable JSON"),
         ([1, 2], None, r"result\.json: not a result"),
         ({"ok": "yes", "status": "ok"}, None, r"result\.json: not a result"),
         ({"ok": True, "status": "ok", "turns": [1]}, None, r"`turns` is not a list"),
-        ({"ok": True, "status": "ok"}, "{torn", r"input_timeline\.json: cannot read JSON"),
+        ({"ok": True, "status": "ok"}, "{torn", r"input_timeline\.json: not readable JSON"),
         ({"ok": True, "status": "ok"}, {"appends": 3}, r"input_timeline\.json: not an input"),
     ],
 )
