@@ -182,6 +182,12 @@ def main() -> int:
     print(f"import cycles at runtime: {len(cycles)}")
     for component in cycles:
         print(f"  {' <-> '.join(component)}")
+    # The same graph with each module folded into its top-level package or module.
+    tops = {(_package(a), _package(b)) for a, b in edges if _package(a) != _package(b)}
+    top_cycles = sccs({_package(m) for m in graph.modules}, tops)
+    print(f"import cycles between top-level packages and modules: {len(top_cycles)}")
+    for component in top_cycles:
+        print(f"  {' <-> '.join(component)}")
     return 0
 
 
