@@ -22,12 +22,12 @@ from duplex_client.media.devices.camera import CameraFeed
 from duplex_client.media.devices.capture import AudioBlock, AudioCapture, FrameCapture
 from duplex_client.media.devices.lookup import DeviceError
 from duplex_client.media.devices.player import Player
-from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.controls import Action, LiveControls
 from duplex_client.run.playback import PlaybackSync
 from duplex_client.run.progress import RunProgress
+from duplex_client.run.sources.devices.answers import AnswerWatch
 from duplex_client.run.turns import COMMIT_TURNS, TURN_MODES, TurnMode, no_commits_error
 from duplex_client.usage import UsageError
 
@@ -109,16 +109,12 @@ class LiveSession:
         self.feed: CameraFeed | None = None
         self.commit_ids: list[str] = []
         self.append_ids: list[str] = []
-        self.latencies: list[float] = []
         self._jpeg = (jpeg_quality, frame_max_side)
         self._talking = False
         self._hold_samples = 0
-        self._unit_sent_at: dict[int, float] = {}
-        self._reference_at: float | None = None
-        self._speech_ended = False
-        self._response_ref: dict[str, float] = {}
         self.fmt: PcmFormat = DEFAULT_PCM
         self.drained: se.StreamDrained | None = None
+        self.answers = AnswerWatch(self.progress, self.clock.now)
 
     # --- run ---
 
@@ -333,7 +329,7 @@ class LiveSession:
             if self.on_sent is not None:
                 self.on_sent(a)
             if a.unit_index is not None:
-                self._unit_sent_at[a.unit_index] = sent_at
+                self.answers.unit_sent(a.unit_index, sent_at)
                 self.progress.units[a.unit_kind.value if a.unit_kind else "AUDIO"] += 1
 
     async def _commit(self, framer: LiveFramer) -> None:
@@ -348,59 +344,22 @@ class LiveSession:
             event_id, self.clock.timing(due_ms, sent_at), response_create=create
         )
         framer.committed()
-        self._reference_at = sent_at
+        self.answers.committed(sent_at)
 
     # --- events (reader task) ---
 
     def _on_event(self, event: se.ServerEvent, received_at: float) -> None:
+        ours = False
         if isinstance(event, se.InputAudioBufferCommitted):
-            if event.client_event_id not in self.commit_ids:
-                if not self._speech_ended:
-                    self._reference_at = received_at
-                self._speech_ended = False
-                if self._follow_commits is not None:
-                    self._follow_commits(event, received_at)
-        elif isinstance(event, se.InputAudioBufferSpeechStopped):
-            self._reference_at, self._speech_ended = received_at, True
-        elif isinstance(event, se.InputAudioBufferSpeechStarted):
-            self.progress.decision = "hearing you"
-        elif isinstance(event, r.ResponseCreated) and event.response_id is not None:
-            self._response_ref[event.response_id] = self._reference_for(event.unit_index)
-            self.progress.decision = "thinking"
-        elif isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
-            if self.player is None:  # nothing is played: the answer counts from its arrival
-                ref = self._response_ref.pop(event.response_id, None)
-                if ref is not None:
-                    self._note_latency(received_at - ref)
-            self.progress.decision = "speaking"
-        elif isinstance(event, r.ResponseListen):
-            self.progress.decision = "listening"
-        elif isinstance(event, r.ResponseDone):
-            self.progress.decision = "interrupted" if event.status == "cancelled" else "done"
+            ours = event.client_event_id in self.commit_ids
+            if not ours and self._follow_commits is not None:
+                self._follow_commits(event, received_at)
+        self.answers.on_event(event, received_at, ours=ours, played=self.player is not None)
 
-    def _note_latency(self, seconds: float) -> None:
-        latency = round(seconds * 1000, 1)
-        self.latencies.append(latency)
-        p = self.progress
-        p.last_latency_ms = latency
-        ordered = sorted(self.latencies)
-        p.latency_p50_ms, p.latency_max_ms = ordered[len(ordered) // 2], ordered[-1]
-
-    def _heard_latencies(self) -> None:
-        """Latency to the first sample the speaker played, once it has played."""
-        if self.player is None:
-            return
-        for rid in list(self._response_ref):
-            heard = self.player.first_rendered.get(rid)
-            if heard is not None:
-                self._note_latency(heard - self._response_ref.pop(rid))
-
-    def _reference_for(self, unit_index: int | None) -> float:
-        """When the input a response answers was complete: the later of the deciding
-        unit's send and the last commit (or speech end)."""
-        sent = None if unit_index is None else self._unit_sent_at.get(unit_index)
-        refs = [t for t in (self._reference_at, sent) if t is not None]
-        return max(refs) if refs else self.clock.now()
+    @property
+    def latencies(self) -> list[float]:
+        """Latency of every answer heard so far, in ms (see `AnswerWatch`)."""
+        return self.answers.latencies
 
     # --- display ---
 
@@ -416,7 +375,8 @@ class LiveSession:
         p.appends = len(self.append_ids)
         p.interruptions = 0 if self.sync is None else self.sync.interruptions
         p.commits = len(self.commit_ids)
-        self._heard_latencies()
+        if self.player is not None:
+            self.answers.heard(self.player.first_rendered)
         lines = []
         for handle in list(self.client.tracker.handles.values())[-_TRANSCRIPT_LINES:]:
             text = handle.transcript or handle.text
