@@ -238,6 +238,27 @@ class RunOptions:
 
         return prepare(self).config
 
+    def user_speech(self, media_ms: int) -> list[SpeechSegment] | None:
+        """Deprecated: `run.prepare.user_speech(options, media_ms)` (loading left the options)."""
+        from duplex_client.run import prepare
+
+        _moved("RunOptions.user_speech()", "duplex_client.run.prepare.user_speech(options, ...)")
+        return prepare.user_speech(self, media_ms)
+
+    def ref_audio_url(self) -> str | None:
+        """Deprecated: `run.prepare.ref_audio_url(options)` (loading left the options)."""
+        from duplex_client.run import prepare
+
+        _moved("RunOptions.ref_audio_url()", "duplex_client.run.prepare.ref_audio_url(options)")
+        return prepare.ref_audio_url(self)
+
+    def fixed_tool_results(self) -> dict[str, str]:
+        """Deprecated: `run.prepare.prepare(options).tool_results`."""
+        from duplex_client.run import prepare
+
+        _moved("RunOptions.fixed_tool_results()", "prepare(options).tool_results")
+        return prepare.prepare(self).tool_results
+
     def validate(self, *, inputs: InputKind = "files") -> None:
         """Raise `UsageError` with a one-line message for any invalid combination.
 
@@ -359,6 +380,13 @@ DEVICE_FIELDS = frozenset(
 #: Numeric options whose None means "the input's default".
 _OPTIONAL_NUMBERS = frozenset({"frame_max_side", "jpeg_quality", "duration_s"})
 _DEFAULTS = {f.name: f.default for f in fields(RunOptions) if f.name in FILE_FIELDS | DEVICE_FIELDS}
+
+
+def _moved(old: str, new: str) -> None:
+    import warnings
+
+    message = f"{old} moved to {new}; the old name goes in the next release"
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
 
 
 def default_run_dir() -> Path:

@@ -44,3 +44,15 @@ def test_the_documented_names_import_without_a_warning(recwarn: pytest.WarningsR
     assert all(callable(f) for f in (replay_bundle, sweep_bundle, run_live, stream_clip))
     assert RunOptions().preset == "auto" and RunResult.__name__ == "RunResult"
     assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+
+
+def test_the_options_loading_methods_moved_to_prepare() -> None:
+    from duplex_client.run import RunOptions
+
+    options = RunOptions(input_audio="a.wav", annotations=[{"start_ms": 0, "end_ms": 500}])
+    with pytest.warns(DeprecationWarning, match="user_speech"):
+        assert [s.end_ms for s in options.user_speech(1000) or []] == [500]
+    with pytest.warns(DeprecationWarning, match="ref_audio_url"):
+        assert options.ref_audio_url() is None
+    with pytest.warns(DeprecationWarning, match="fixed_tool_results"):
+        assert options.fixed_tool_results() == {}
