@@ -18,8 +18,10 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.playback import Heard, HeardOutput
 from duplex_client.analysis.turns import ResponseFacts
 from duplex_client.analysis.vllm_metrics import (
+    Observed,
     ResponseTiming,
-    engine_token_metrics,
+    Timed,
+    observe,
     server_request_metrics,
 )
 from duplex_client.bundle.layout import SENT_FILE
@@ -27,6 +29,7 @@ from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.timeline import InputTimeline
+from duplex_client.protocol.server_events import ServerEvent
 from duplex_client.run.listening_report import ListeningReport, SentAudio
 from duplex_client.run.playback import TICK_S, PlaybackSync
 
@@ -63,6 +66,14 @@ class RunListening:
             self.sync = PlaybackSync(client, output, clock=clock.now)
         self.sent = SentAudio(out_dir / SENT_FILE)
         self._task: asyncio.Task[None] | None = None
+        #: Every event vLLM-Omni's metrics read, with its receive time (monotonic s).
+        self.received: list[tuple[float, Observed]] = []
+        client.add_listener(self._observe)
+
+    def _observe(self, event: ServerEvent, received_at: float) -> None:
+        seen = observe(event.raw)
+        if seen is not None:
+            self.received.append((received_at, seen))
 
     def start(self) -> None:
         """Start the output and the acks (once the session is open)."""
@@ -126,7 +137,7 @@ class RunListening:
     def timings(
         self, handles: Sequence[ResponseHandle], unit_sent: dict[int, float]
     ) -> list[ResponseTiming]:
-        """The spoken responses as vLLM-Omni's session metrics need them."""
+        """The spoken responses as our own TTFT/TTFP figures need them."""
         out = []
         for h in handles:
             if h.decision != "speak":
@@ -136,22 +147,21 @@ class RunListening:
             for raw in h.marks.values():
                 t, p = server_request_metrics(raw)
                 ttft, ttfp = ttft if ttft is not None else t, ttfp if ttfp is not None else p
-            tpot, tokens = engine_token_metrics(h.marks.get("done", {}))
             out.append(
                 ResponseTiming(
                     start_ms=unit_sent.get(unit) if isinstance(unit, int) else None,
                     created_ms=self._media(h.created_at),
                     first_text_ms=self._media(h.first_text_at),
                     first_audio_ms=self._media(h.first_audio_at),
-                    last_audio_ms=self._media(h.last_audio_at),
-                    audio_ms=round(len(h.audio_bytes()) * 500 / h.sample_rate_hz, 3),
                     server_ttft_ms=ttft,
                     server_ttfp_ms=ttfp,
-                    engine_tpot_ms=tpot,
-                    output_tokens=tokens,
                 )
             )
         return out
+
+    def events(self) -> list[Timed]:
+        """The received events vLLM-Omni's metrics read, each at its media time."""
+        return [(self._media(t), seen) for t, seen in self.received]
 
     def heard(self) -> Heard:
         """Heard segments, the audio they index and per-response spans (none: nothing played)."""
@@ -184,6 +194,7 @@ class RunListening:
                 spans=spans,
                 responses=self.facts(handles),
                 timings=self.timings(handles, unit_sent),
+                events=self.events(),
                 unit_sent_ms=unit_sent,
                 annotations=self.annotations,
             )

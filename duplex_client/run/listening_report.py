@@ -26,7 +26,7 @@ from duplex_client.analysis.turns import (
     UserEndSource,
     build_turns,
 )
-from duplex_client.analysis.vllm_metrics import ResponseTiming, duplex_session_metrics
+from duplex_client.analysis.vllm_metrics import ResponseTiming, Timed, duplex_session_metrics
 from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
@@ -92,6 +92,7 @@ class ListeningReport:
         spans: Sequence[HeardSpan],
         responses: Sequence[ResponseFacts],
         timings: Sequence[ResponseTiming],
+        events: Sequence[Timed],
         unit_sent_ms: Mapping[int, float],
         annotations: Sequence[SpeechSegment] | None,
     ) -> ListeningReport:
@@ -119,7 +120,7 @@ class ListeningReport:
         report.turns = metrics.measured_turns()
         report.metrics = {
             **metrics.to_dict(),
-            "vllm_omni": duplex_session_metrics(timings, stream_start_ms=0.0),
+            "vllm_omni": duplex_session_metrics(timings, events, stream_start_ms=0.0),
         }
         return report
 

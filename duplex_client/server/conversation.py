@@ -101,6 +101,12 @@ class Conversation:
         self.calls = ToolLedger()
         #: Why the last response that ended was cancelled (None: it was not).
         self.last_cancel_reason: str | None = None
+        #: When the latest input append was accepted (a response's request start).
+        self.last_append_at: float | None = None
+
+    def append_accepted(self, now: float) -> None:
+        """An input append was accepted: the request start of the next response to begin."""
+        self.last_append_at = now
 
     # --- emission helpers ---
 
@@ -183,7 +189,11 @@ class Conversation:
         meta.update(extra_metadata or {})
         modalities = tuple(options.modalities or settings.modalities)
         state = ResponseState(
-            response_id=rid, metadata=meta, modalities=modalities, request_id=request_id
+            response_id=rid,
+            metadata=meta,
+            modalities=modalities,
+            request_id=request_id,
+            request_started_at=self.last_append_at,
         )
         self._remember(state)
         meta_created = response_meta.created(state, self.host.session_id, self.host.epoch)
@@ -281,6 +291,7 @@ class Conversation:
         if "audio" not in state.modalities:
             self._emit(r.ResponseTextDelta(response_id=rid, item_id=iid, delta=chunk.text), now)
             state.transcript += chunk.text
+            state.mark_output(now, text=bool(chunk.text), audio=False)
             return
         rate = self.host.settings.output_rate
         state.audio_ms += len(chunk.pcm) * 1000 // (2 * rate)
@@ -295,11 +306,13 @@ class Conversation:
             metadata=meta,
         )
         self._emit(delta, now)
-        if "text" in state.modalities:
+        text = "text" in state.modalities
+        if text:
             transcript = r.ResponseAudioTranscriptDelta(
                 response_id=rid, item_id=iid, delta=chunk.text
             )
             self._emit(transcript, now)
+        state.mark_output(now, text=text and bool(chunk.text), audio=bool(chunk.pcm))
 
     def cancel(self, reason: str, now: float) -> ResponseState | None:
         """End the active response as cancelled (no more deltas for it)."""
@@ -345,10 +358,7 @@ class Conversation:
         if reason is not None:
             response.status_details = StatusDetails(type=status, reason=reason)
         if self.host.settings.extra_body.get("return_stage_metrics"):
-            response.metadata["stage_metrics"] = {
-                "engine": "scripted",
-                "chunks": len(state.chunks),
-            }
+            response.metadata.update(response_meta.timings(state))
         self._emit(r.ResponseDone(response_id=rid, response=response.to_dict()), now)
         self._emit(r.RateLimitsUpdated(), now)  # as upstream: no quota, an empty list
         self.last_cancel_reason = reason if status == "cancelled" else None

@@ -39,6 +39,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
         assert parsed.frames is not None
         units = [inputs.add_vision(parsed.frames)]
     s.ledger.remember(cid)
+    s.conversation.append_accepted(now)
     duration = inputs.duration_ms(parsed.pcm, s.settings)
     s.ledger.record_append(
         cid, units, parsed, duration_ms=duration, audio_end_ms=inputs.audio_end_ms

@@ -77,3 +77,14 @@ def done(state: ResponseState, session_id: str) -> dict[str, Any]:
         audio_duration_ms=state.audio_ms,
     )
     return info.body(dict(state.metadata))
+
+
+def timings(state: ResponseState) -> dict[str, Any]:
+    """What `return_stage_metrics` adds to `response.done.response.metadata`: our engine's
+    figures untyped (`stage_metrics`) and, once the response sent output after an accepted
+    append, vLLM-Omni's `response_request_metrics` (ttft/ttfp from that append)."""
+    out: dict[str, Any] = {"stage_metrics": {"engine": "scripted", "chunks": len(state.chunks)}}
+    request_metrics = state.request_metrics()
+    if request_metrics is not None:
+        out["response_request_metrics"] = request_metrics
+    return out

@@ -7,6 +7,12 @@ from typing import Any
 
 from duplex_client.server.engine.base import AudioChunk
 
+#: What the request metrics measure from (vLLM-Omni's `measurement_origin`, our words).
+REQUEST_MEASUREMENT_ORIGIN = {
+    "ttft": "latest input append accepted before the response began, to its first text",
+    "ttfp": "latest input append accepted before the response began, to its first audio",
+}
+
 
 @dataclass
 class ResponseState:
@@ -31,11 +37,40 @@ class ResponseState:
     truncated: bool = False
     #: The client event that asked for this response (its commit or `response.create`).
     request_id: str | None = None
+    #: When the latest input append accepted before the response began was accepted (the
+    #: request start of vLLM-Omni's `response_request_metrics`), and when the first text and
+    #: the first audio of the response went out; server clock, seconds.
+    request_started_at: float | None = None
+    first_text_at: float | None = None
+    first_audio_at: float | None = None
 
     @property
     def item_id(self) -> str:
         """`item_<response_id>`."""
         return f"item_{self.response_id}"
+
+    def mark_output(self, now: float, *, text: bool, audio: bool) -> None:
+        """Note the first text and the first audio sent (what the request metrics time)."""
+        if text and self.first_text_at is None:
+            self.first_text_at = now
+        if audio and self.first_audio_at is None:
+            self.first_audio_at = now
+
+    def request_metrics(self) -> dict[str, Any] | None:
+        """`response_request_metrics`: request start to first text / audio, in ms (None: no
+        request start, or no output yet)."""
+        start = self.request_started_at
+        if start is None or (self.first_text_at is None and self.first_audio_at is None):
+            return None
+        out: dict[str, Any] = {
+            "source": "server_monotonic_request_start",
+            "measurement_origin": dict(REQUEST_MEASUREMENT_ORIGIN),
+        }
+        if self.first_text_at is not None:
+            out["ttft_ms"] = round(max(0.0, self.first_text_at - start) * 1000.0, 3)
+        if self.first_audio_at is not None:
+            out["ttfp_ms"] = round(max(0.0, self.first_audio_at - start) * 1000.0, 3)
+        return out
 
     def acknowledge(
         self, played_ms: int, committed_ms: int | None, *, truncate: bool, ack_only: bool

@@ -33,6 +33,7 @@ def build(tmp_path: Path, annotations: list[SpeechSegment] | None) -> ListeningR
         spans=model.spans(),
         responses=[ResponseFacts("a", 1, 1400.0, 1500.0, 500.0, "hi")],
         timings=[],
+        events=[],
         unit_sent_ms={1: 1390.0},
         annotations=annotations,
     )
