@@ -36,7 +36,15 @@ EMPTY = {"count": 0, "mean": None, "p50": None, "p99": None}
 SCRIPT = {
     "rules": [
         {"on": "unit", "index": 0, "do": "speak", "text": "one two", "audio_ms": 400},
-        {"on": "unit", "index": 1, "do": "speak", "text": "three", "audio_ms": 300, "delay_ms": 200},
+        # Decided 500 ms after unit 1 closes (2000 ms): 300 ms after the input's last append.
+        {
+            "on": "unit",
+            "index": 1,
+            "do": "speak",
+            "text": "three",
+            "audio_ms": 300,
+            "delay_ms": 500,
+        },
     ],
     "defaults": {"unit": {"do": "listen"}, "commit": {"do": "listen"}},
 }
@@ -124,6 +132,9 @@ def test_with_server_figures_ttft_and_ttfp_are_the_servers(
     assert [row["ttfp_ms"] for row in upstream["rows"]] == [s["ttfp_ms"] for s in sent]
     assert ours["ttft_ms"] == ours["server_ttft_ms"] and ours["ttft_ms"]["count"] == 2
     assert ours["ttfp_ms"] == ours["server_ttfp_ms"]
+    # The server's start is the append it accepted last before the response began: for the
+    # second response, the input's last append (2200 ms), about 300 ms before it began.
+    assert sent[1]["ttfp_ms"] > 100 and ours["ttfp_ms"]["p99"] == sent[1]["ttfp_ms"]
 
 
 def test_audio_duration_is_the_servers_when_it_reports_one(

@@ -121,7 +121,7 @@ def _duration(raw: Mapping[str, Any]) -> float | None:
 
 
 def observe(raw: Mapping[str, Any]) -> Observed | None:
-    """The record of one raw server event (None: an event the metrics never read)."""
+    """The record of one raw server event (None: one that changes none of the metrics)."""
     kind = raw.get("type")
     kind = kind if isinstance(kind, str) else ""
     rid = response_id_of(raw)
@@ -142,10 +142,13 @@ def observe(raw: Mapping[str, Any]) -> Observed | None:
             stage_metrics=stage_metrics_block(raw),
         )
     delta = raw.get("delta")
-    return Observed(
+    seen = Observed(
         type=kind,
         response_id=rid,
         text=kind in TEXT_DELTAS and isinstance(delta, str) and bool(delta),
         request_metrics=request_metrics_block(raw),
         stage_metrics=stage_metrics_block(raw),
     )
+    if kind == RESPONSE_CREATED or seen.text or seen.request_metrics or seen.stage_metrics:
+        return seen
+    return None  # an event that changes none of the figures

@@ -224,3 +224,23 @@ def test_append_rows_are_bounded_but_counted(monkeypatch) -> None:
     assert session.ledger.append_count == 5
     assert [r["index"] for r in session.ledger.appends] == [2, 3, 4]  # latest rows, true indices
     assert [r["event_id"] for r in session.ledger.appends] == ["evt_a2", "evt_a3", "evt_a4"]
+
+
+def _request_metrics(extra_body: dict[str, object]) -> list[object]:
+    script = Script.from_dict(
+        {"rules": [{"on": "unit", "index": 0, "do": "speak", "text": "hi", "delay_ms": 300}]}
+    )
+    _, session, _ = open_session(script=script, session={"extra_body": extra_body})
+    session.handle(append(tone(1000)), 1.0)  # closes unit 0: answered at 1.3
+    session.handle(append(tone(100), event_id="evt_b"), 1.2)  # the last append before it
+    out = events(session.tick(1.3)) + events(session.tick(5.0))
+    done = [e for e in out if e["type"] == "response.done"]
+    assert len(done) == 1
+    return [done[0]["response"]["metadata"].get("response_request_metrics")]
+
+
+def test_request_metrics_time_from_the_last_append_before_the_response() -> None:
+    (block,) = _request_metrics({"return_stage_metrics": True})
+    assert isinstance(block, dict) and block["source"] == "server_monotonic_request_start"
+    assert (block["ttft_ms"], block["ttfp_ms"]) == (100.0, 100.0)
+    assert _request_metrics({}) == [None]  # only when asked for
