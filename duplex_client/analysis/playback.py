@@ -3,8 +3,10 @@
 `AudioOutput` is what the playback sync drives (queue, end, cut, played positions);
 `HeardOutput` adds what the run's record needs from it: starting and closing it, and what
 was heard, on the media clock. The listener model's `VirtualPlayer` is one (a file run),
-the device `Player` another (live mode); `device_heard` turns the blocks a device played
-into the same record.
+the device `Player` another (live mode), the page's player a third (`duplex-cli web`);
+`device_heard` turns the blocks a device or a page played into the same record.
+`LiveOutput` is what a live session reads of a real player besides (the echo gate, a
+push-to-talk press over the assistant, the heard latency).
 """
 
 from __future__ import annotations
@@ -86,6 +88,19 @@ class HeardOutput(AudioOutput, Protocol):
 
     def heard(self, media_ms_at: MediaTimeOf, cut_by: Mapping[str, str]) -> Heard:
         """Everything heard, on the media clock; `cut_by`: why each cut response stopped."""
+        ...
+
+
+class LiveOutput(HeardOutput, Protocol):
+    """A `HeardOutput` that really plays (a speaker, a page): what a live session reads of it."""
+
+    @property
+    def first_rendered(self) -> Mapping[str, float]:
+        """When each response's first sample played (monotonic): where a listener hears it."""
+        ...
+
+    def audible(self) -> bool:
+        """Whether assistant audio is queued, playing, or stopped less than a hangover ago."""
         ...
 
 

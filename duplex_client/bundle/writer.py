@@ -115,11 +115,20 @@ class RunBundle:
         self.output_sample_rate_hz = client.config.output_sample_rate_hz
         client.add_listener(self.on_event)
 
-    def write_session(self, client: DuplexClientBase, *, url: str | None = None) -> None:
-        """`session.json`: what was asked (secrets removed) and what the server granted."""
+    def write_session(
+        self,
+        client: DuplexClientBase,
+        *,
+        url: str | None = None,
+        input_facts: dict[str, Any] | None = None,
+    ) -> None:
+        """`session.json`: what was asked (secrets removed) and what the server granted;
+        `input_facts`, where the input came from (a browser's user agent, devices, echo
+        settings), as its `input` object when given."""
         write_json_atomic(
             self.layout.session,
             {
+                **({"input": redact(input_facts)} if input_facts is not None else {}),
                 "session_id": client.session_id,
                 "model": client.model,
                 "url": redact_url(url) if url else None,

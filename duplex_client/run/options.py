@@ -35,6 +35,7 @@ __all__ = [
     "FILE_FIELDS",
     "MAX_CHUNK_MS",
     "MAX_SECONDS",
+    "PAGE_FIELDS",
     "PRESET_NAMES",
     "SOUNDTRACK_POLICIES",
     "WINDOW_MODES",
@@ -57,9 +58,10 @@ DEFAULT_CHUNK_MS = 200
 MAX_CHUNK_MS = max(DEFAULT_FIRST_UNIT_MS, DEFAULT_CHUNK_PERIOD_MS)
 #: The bound of every duration option (tail silence, timeouts, settle time), in seconds.
 MAX_SECONDS = 3600.0
-#: Where a run's input comes from: files named by the options, live devices, or an input
+#: Where a run's input comes from: files named by the options, live devices, a browser page
+#: (`duplex-cli web`: the page's microphone and camera, answers on its player), or an input
 #: the caller brings itself (a replay's recording, an eval's items).
-InputKind = Literal["files", "devices", "given"]
+InputKind = Literal["files", "devices", "browser", "given"]
 
 #: Bounds of the numeric options: (low, high), both included.
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -263,13 +265,14 @@ class RunOptions:
         """Raise `UsageError` with a one-line message for any invalid combination.
 
         `inputs` says where the run's input comes from: `files` checks the input files are
-        named, `devices` the device switches, `given` neither (the caller brings the input).
-        Nothing is opened or loaded here.
+        named, `devices` the device switches, `browser` that no device is named (the page
+        chooses its own), `given` neither (the caller brings the input). Nothing is opened
+        or loaded here.
         """
         self._check_input_kind(inputs)
         if inputs == "files":
             self._check_files()
-        if inputs == "devices":
+        if inputs in ("devices", "browser"):
             self._check_devices()
         for name in _LIMITS:
             value = getattr(self, name)
@@ -284,14 +287,25 @@ class RunOptions:
             )
 
     def _check_input_kind(self, inputs: InputKind) -> None:
-        """A file option on a device run (or the reverse) is refused, never ignored."""
+        """A file option on a device run (or the reverse) is refused, never ignored; so is a
+        device a browser run would leave to its page."""
         if inputs == "given":
             return
         other, kind = (DEVICE_FIELDS, "live") if inputs == "files" else (FILE_FIELDS, "file")
+        this = {"files": "a file run", "devices": "a live run", "browser": "a browser run"}
         for name in sorted(other):
             if getattr(self, name) != _DEFAULTS[name]:
-                this = "a file run" if inputs == "files" else "a live run"
-                raise UsageError(f"{name} is an option of a {kind} run, not of {this}", param=name)
+                raise UsageError(
+                    f"{name} is an option of a {kind} run, not of {this[inputs]}", param=name
+                )
+        if inputs == "browser":
+            for name in sorted(PAGE_FIELDS):
+                if getattr(self, name) != _DEFAULTS[name]:
+                    raise UsageError(
+                        f"{name} is an option of a terminal live run, not of a browser run "
+                        "(the page chooses its devices and holds the talk button)",
+                        param=name,
+                    )
 
     def _check_files(self) -> None:
         if not (self.input_video or self.input_audio or self.input_image):
@@ -375,6 +389,14 @@ DEVICE_FIELDS = frozenset(
         "mic", "mic_file", "no_mic", "camera", "camera_file", "no_camera", "speaker",
         "no_playback", "echo_gate", "start_muted", "camera_off", "jitter_ms", "duration_s",
         "actions", "turn", "ptt_mode",
+    }
+)  # fmt: skip
+#: Device options a browser run leaves to its page (refused there): the page chooses the
+#: microphone, camera and speaker, and its talk button is held (press, release).
+PAGE_FIELDS = frozenset(
+    {
+        "mic", "mic_file", "no_mic", "camera", "camera_file", "no_camera", "speaker",
+        "no_playback", "ptt_mode",
     }
 )  # fmt: skip
 #: Numeric options whose None means "the input's default".

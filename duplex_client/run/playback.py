@@ -29,8 +29,9 @@ class PlaybackSync:
     Audio deltas go to the player per `response_id`. A response is fenced, its queued
     audio dropped at once and later audio for it refused, on `output_audio_buffer.cleared`,
     a cancelled `response.done`, `speech_started` while interruption is on (also after its
-    `response.done` while audio is still queued), a superseding response, or a local
-    barge-in. Audio at another rate than the speaker's is resampled. Acks carry the
+    `response.done` while audio is still queued), a superseding response, a local barge-in,
+    or a mid-answer `response.listen` naming it (the model yielded: its last delta did not
+    say `end_of_turn`). Audio at another rate than the speaker's is resampled. Acks carry the
     player's played position: every `ack_every_ms` of progress, on drain, and, once the
     device has rendered what it already had, with `truncate` on fencing. `commit_guard()`
     sends the acks due before a commit (ack-before-commit).
@@ -60,6 +61,8 @@ class PlaybackSync:
         self._final: set[str] = set()
         self._fenced_at: dict[str, float] = {}
         self._resamplers: dict[str, Resampler[np.int16]] = {}
+        #: Responses whose last delta said `end_of_turn` (a listen after it is the turn's end).
+        self._turn_ended: set[str] = set()
         self._lock = asyncio.Lock()
 
     def attach(self) -> None:
@@ -71,7 +74,15 @@ class PlaybackSync:
     def on_event(self, event: se.ServerEvent, received_at: float) -> None:
         """Route one server event (called after the client's tracker applied it)."""
         if isinstance(event, r.ResponseAudioDelta) and event.response_id is not None:
+            if event.end_of_turn:
+                self._turn_ended.add(event.response_id)
             self._audio(event.response_id)
+        elif isinstance(event, r.ResponseListen) and event.response_id is not None:
+            rid = event.response_id
+            handle = self.client.tracker.handles.get(rid)
+            yielded = rid in self._offsets and rid not in self._turn_ended
+            if yielded and handle is not None and not handle.done:
+                self.fence(rid, event.type)
         elif isinstance(event, r.ResponseDone) and event.response_id is not None:
             if event.status == "cancelled":
                 self.fence(event.response_id, f"cancelled:{event.reason or 'unknown'}")

@@ -51,7 +51,8 @@ def prepare(options: RunOptions, *, inputs: InputKind = "files") -> PreparedRun:
         results = parse_tool_results(options.tool_results, [str(t.get("name")) for t in tools])
     config = options.config
     if config is None:
-        config = _preset_config(options, ref_audio_url(options), live=inputs == "devices")
+        live = inputs in ("devices", "browser")
+        config = _preset_config(options, ref_audio_url(options), live=live)
     if tools:
         config = config.with_overrides(tools=tools, tool_choice=choice)
     return PreparedRun(config, results)

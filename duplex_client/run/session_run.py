@@ -223,7 +223,9 @@ class SessionRun:
         """The last files: session.json (final attachment generation), then result.json."""
         if self.client.session_id is not None:
             with contextlib.suppress(OSError):
-                self.bundle.write_session(self.client, url=self.client.url)
+                self.bundle.write_session(
+                    self.client, url=self.client.url, input_facts=self.source.input_facts
+                )
         self.bundle.finish(doc)
 
     async def _measure(self, result: RunResult) -> None:
@@ -254,7 +256,7 @@ class SessionRun:
         await client.connect()
         self.listening.start()
         self.timeline.set_session(session_id=client.session_id)
-        self.bundle.write_session(client, url=client.url)
+        self.bundle.write_session(client, url=client.url, input_facts=self.source.input_facts)
         self.progress.phase = "streaming"
         link = SourceLink(
             client, self.clock, self.timeline, self._sent, self.listening, self.progress

@@ -177,7 +177,9 @@ class CameraFeed:
     `latest()` chooses the frame: the capture's latest at that moment. With an `executor` (the
     live session passes the planning pool) its pixels go to a worker thread and the groups it
     returns are `PendingFrame`s until `resolve` swaps in the JPEG, once `encoded` has awaited
-    it; without one `latest()` encodes inline (for callers off the event loop). Each captured
+    it; without one `latest()` encodes inline (for callers off the event loop). A capture
+    whose frames are already JPEG (`CapturedFrame.image` an `EncodedImage`: a browser page
+    scales and encodes them) is sent as it came. Each captured
     frame is encoded at most once. `pts_ms` is the frame's capture time on the media clock
     (`origin()` gives t0 on the same monotonic clock). A frame sent again (the camera
     stalled) is marked `held`.
@@ -217,7 +219,9 @@ class CameraFeed:
             return replace(self._group, held=True)
         pts = max(0, round((frame.captured_at - self.origin()) * 1000))
         args = (frame.image, pts, self.jpeg_quality, self.frame_max_side)
-        if self._executor is None:
+        if isinstance(frame.image, EncodedImage):  # encoded where it was captured (a page)
+            self._group = FrameGroup(replace(frame.image, pts_ms=pts))
+        elif self._executor is None:
             self._group = FrameGroup(encode_frame(*args))
         else:
             job = self._executor.submit(encode_frame, *args)

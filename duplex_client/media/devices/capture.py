@@ -93,7 +93,8 @@ class AudioCapture(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CapturedFrame:
-    """One camera frame: a BGR array, its sequence number and monotonic capture time."""
+    """One camera frame: a BGR array (or an `EncodedImage` a page already scaled and
+    encoded), its sequence number and monotonic capture time."""
 
     image: Any = field(repr=False)
     seq: int

@@ -1,4 +1,4 @@
-"""Where a run's input comes from: files, a recorded run, or live devices.
+"""Where a run's input comes from: files, a recorded run, live devices, or a browser page.
 
 A `Source` is one of the two things a way in brings to the one `SessionRun` (the other
 being where answers play, which the source also says: a speaker for devices, the listener
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from duplex_client.analysis.playback import HeardOutput
@@ -52,6 +52,12 @@ class Source(Protocol):
     @property
     def media_ms(self) -> int:
         """How long the input lasts on the media clock, once opened (0: unknown, live)."""
+        ...
+
+    @property
+    def input_facts(self) -> dict[str, Any] | None:
+        """Where the input came from, for `session.json`'s `input` (None: the timeline says
+        all there is, as for files and recordings)."""
         ...
 
     async def open(self, options: RunOptions, progress: RunProgress) -> None:

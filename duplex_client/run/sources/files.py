@@ -64,6 +64,7 @@ class FileSource:
     inputs: InputKind = "files"
     needs_decision = True
     benign_errors: frozenset[str] = frozenset()
+    input_facts = None
 
     def __init__(self) -> None:
         self.media: AudioVisualSource | None = None

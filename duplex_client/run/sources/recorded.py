@@ -23,6 +23,7 @@ class ReplaySource:
     inputs: InputKind = "given"
     needs_decision = True
     benign_errors: frozenset[str] = frozenset()
+    input_facts = None
 
     def __init__(self, sender: Sender, media_ms: int) -> None:
         self.sender = sender

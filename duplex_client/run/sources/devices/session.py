@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from duplex_client.analysis.playback import LiveOutput
 from duplex_client.client.prefetch import planning_pool
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.client.session import DuplexClientBase
@@ -21,7 +22,6 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.media.devices.camera import CameraFeed
 from duplex_client.media.devices.capture import AudioBlock, AudioCapture, FrameCapture
 from duplex_client.media.devices.lookup import DeviceError
-from duplex_client.media.devices.player import Player
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.controls import Action, LiveControls
@@ -64,7 +64,7 @@ class LiveSession:
         *,
         camera: FrameCapture | None = None,
         camera_optional: bool = False,
-        player: Player | None = None,
+        player: LiveOutput | None = None,
         sync: PlaybackSync | None = None,
         turn: TurnMode = "model",
         controls: LiveControls | None = None,

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from duplex_client.analysis.playback import HeardOutput
+from duplex_client.analysis.playback import HeardOutput, LiveOutput
 from duplex_client.client.streaming import reconnect_recorder
 from duplex_client.framing.clock import MediaClock
 from duplex_client.media.devices.camera import Camera
-from duplex_client.media.devices.capture import AudioCapture
+from duplex_client.media.devices.capture import AudioCapture, FrameCapture
 from duplex_client.media.devices.filemic import FileMicrophone
 from duplex_client.media.devices.lookup import (
     DeviceError,
@@ -121,12 +121,71 @@ def open_camera(options: RunOptions, devices: LiveDevices) -> Camera | None:
     return Camera(source, capture_factory=devices.video_capture)
 
 
+def live_session(
+    link: SourceLink,
+    options: RunOptions,
+    controls: LiveControls,
+    *,
+    mic: AudioCapture,
+    mic_present: bool,
+    camera: FrameCapture | None,
+    camera_optional: bool,
+    player: LiveOutput | None,
+) -> LiveSession:
+    """The live loop over captured input for a run (devices, a browser page): one for both."""
+    o, p = options, link.progress
+    link.client.add_reconnect_listener(reconnect_recorder(link.timeline))
+    p.turn, p.ptt_mode, p.echo_gate = o.turn, o.ptt_mode, o.echo_gate
+    return LiveSession(
+        link.client,
+        mic,
+        camera=camera,
+        camera_optional=camera_optional,
+        player=player,
+        sync=link.listening.sync,
+        turn=o.turn,
+        controls=controls,
+        mic_present=mic_present,
+        echo_gate=o.echo_gate,
+        chunk_ms=o.chunk_ms,
+        jpeg_quality=CAMERA_JPEG_QUALITY if o.jpeg_quality is None else o.jpeg_quality,
+        frame_max_side=CAMERA_FRAME_MAX_SIDE if o.frame_max_side is None else o.frame_max_side,
+        timeline=link.timeline,
+        progress=p,
+        schedule=parse_schedule(o.actions),
+        duration_s=o.duration_s,
+        media_clock=link.clock,
+        on_sent=link.on_sent,
+    )
+
+
+def complete_live(result: RunResult, session: LiveSession | None) -> None:
+    """A live run's own counts (played, interrupted) and latencies to the first played sample."""
+    sync = None if session is None else session.sync
+    handles = (session.client.tracker.handles.values()) if session is not None else ()
+    result.counts.update(
+        {
+            "played_ms": sum(h.played_ms for h in handles),
+            "interruptions": 0 if sync is None else sync.interruptions,
+            "dropped_late_deltas": 0 if sync is None else sync.dropped_deltas,
+        }
+    )
+    latencies = [] if session is None else session.latencies
+    result.latencies_ms = {
+        # reference (commit or speech end) → first sample played (first audio received
+        # without a speaker)
+        "last_response_heard": latencies[-1] if latencies else None,
+        "median_response_heard": statistics.median(latencies) if latencies else None,
+    }
+
+
 class DeviceSource:
     """Microphone and camera (or their file twins) until quit; answers on the speaker."""
 
     inputs: InputKind = "devices"
     needs_decision = False
     benign_errors = BENIGN_ERRORS
+    input_facts = None
 
     def __init__(
         self, controls: LiveControls | None = None, devices: LiveDevices | None = None
@@ -166,57 +225,28 @@ class DeviceSource:
         """Run the live loop over the opened devices until quit, the time limit or an error."""
         o, p = self._options, link.progress
         assert o is not None and self.controls is not None, "open() first"
-        link.client.add_reconnect_listener(reconnect_recorder(link.timeline))
         mic, present = open_mic(o, self._check.sounddevice)
         camera = open_camera(o, self.devices)
         player = link.listening.output if isinstance(link.listening.output, Player) else None
-        p.turn, p.ptt_mode, p.echo_gate = o.turn, o.ptt_mode, o.echo_gate
         p.mic = "none" if not present else (o.mic_file or o.mic or "default microphone")
         p.camera = None if camera is None else str(o.camera_file or f"camera {camera.source}")
         if present and player is not None and not o.echo_gate and not o.mic_file:
             p.warn(HEADPHONES)
-        self.session = LiveSession(
-            link.client,
-            mic,
+        self.session = live_session(
+            link,
+            o,
+            self.controls,
+            mic=mic,
+            mic_present=present,
             camera=camera,
             camera_optional=o.camera is None and o.camera_file is None,
             player=player,
-            sync=link.listening.sync,
-            turn=o.turn,
-            controls=self.controls,
-            mic_present=present,
-            echo_gate=o.echo_gate,
-            chunk_ms=o.chunk_ms,
-            jpeg_quality=CAMERA_JPEG_QUALITY if o.jpeg_quality is None else o.jpeg_quality,
-            frame_max_side=CAMERA_FRAME_MAX_SIDE if o.frame_max_side is None else o.frame_max_side,
-            timeline=link.timeline,
-            progress=p,
-            schedule=parse_schedule(o.actions),
-            duration_s=o.duration_s,
-            media_clock=link.clock,
-            on_sent=link.on_sent,
         )
         await self.session.run()
 
     def complete(self, result: RunResult) -> None:
         """What was played and interrupted, and the latency to the first played sample."""
-        session = self.session
-        sync = None if session is None else session.sync
-        handles = (session.client.tracker.handles.values()) if session is not None else ()
-        result.counts.update(
-            {
-                "played_ms": sum(h.played_ms for h in handles),
-                "interruptions": 0 if sync is None else sync.interruptions,
-                "dropped_late_deltas": 0 if sync is None else sync.dropped_deltas,
-            }
-        )
-        latencies = [] if session is None else session.latencies
-        result.latencies_ms = {
-            # reference (commit or speech end) → first sample played (first audio received
-            # without a speaker)
-            "last_response_heard": latencies[-1] if latencies else None,
-            "median_response_heard": statistics.median(latencies) if latencies else None,
-        }
+        complete_live(result, self.session)
 
     async def close(self) -> None:
         """Nothing to release: the live session closed its devices when it ended."""
