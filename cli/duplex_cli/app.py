@@ -15,6 +15,7 @@ from duplex_cli.replay import replay_command
 from duplex_cli.report import report_command
 from duplex_cli.serve import serve_command
 from duplex_cli.stream import stream_command
+from duplex_cli.web import web_command
 
 app = typer.Typer(
     name="duplex-cli",
@@ -60,6 +61,7 @@ app.command("replay")(replay_command)
 app.command("report")(report_command)
 app.command("serve")(serve_command)
 app.command("live")(live_command)
+app.command("web")(web_command)
 app.command("devices")(devices_command)
 app.command("check")(check_command)
 

@@ -35,6 +35,8 @@ class _Track:
     stopped: bool = False
     #: Played blocks: (monotonic time the first sample reaches the speaker, offset, samples).
     blocks: list[tuple[float, int, int]] = field(default_factory=list)
+    #: The output frame just after the last block (the next block follows it seamlessly).
+    next_frame: int | None = None
     settled: int = 0
     reported: int = 0
 
@@ -177,20 +179,22 @@ class PagePlayer:
     # --- the page's reports ---
 
     def report(self, msg: dict[str, Any]) -> None:
-        """The page's `played` message: blocks `[n, offset, samples, at_ms]` and its underruns."""
+        """The page's `played` message: blocks `[n, offset, samples, at_ms, frame]` (`frame`:
+        the output's frame counter at the block's first sample) and its underruns."""
         blocks = msg.get("blocks")
         if not isinstance(blocks, list):
             raise PageError("played: blocks must be a list")
         for block in blocks:
-            if not (isinstance(block, list) and len(block) == 4):
-                raise PageError("played: a block is [n, offset, samples, at_ms]")
-            n, offset, count, at_ms = block
+            if not (isinstance(block, list) and len(block) == 5):
+                raise PageError("played: a block is [n, offset, samples, at_ms, frame]")
+            n, offset, count, at_ms, frame = block
             rid = self._by_n.get(n) if isinstance(n, int) else None
-            if rid is None or not all(isinstance(v, int) and v >= 0 for v in (offset, count)):
+            counts = (offset, count, frame)
+            if rid is None or not all(isinstance(v, int) and v >= 0 for v in counts):
                 raise PageError(f"played: bad block {block!r}")
             if not isinstance(at_ms, int | float):
                 raise PageError(f"played: bad time in {block!r}")
-            self._add(rid, offset, count, self.to_monotonic(float(at_ms)))
+            self._add(rid, offset, count, self.to_monotonic(float(at_ms)), frame)
         underruns = msg.get("underruns")
         if isinstance(underruns, int) and underruns >= self.underruns:
             self.underruns = underruns
@@ -201,10 +205,14 @@ class PagePlayer:
         if rid is not None:
             self._tracks[rid].stopped = True
 
-    def _add(self, rid: str, offset: int, count: int, at: float) -> None:
+    def _add(self, rid: str, offset: int, count: int, at: float, frame: int) -> None:
         track = self._tracks[rid]
         if count == 0 or offset != track.reported or offset + count > track.sent:
             raise PageError(f"played: response {track.n} block {offset}+{count} is out of order")
+        if frame == track.next_frame and track.blocks:  # seamless: no clock jitter at seams
+            last_at, _, last_n = track.blocks[-1]
+            at = last_at + last_n / self.rate
+        track.next_frame = frame + count
         track.blocks.append((at, offset, count))
         track.reported += count
         self.first_rendered.setdefault(rid, at)

@@ -14,9 +14,15 @@ const ui = {
 };
 const ECHO = ["echoCancellation", "noiseSuppression", "autoGainControl"];
 const state = { ready: null, socket: null, audio: null, stream: null, grabber: null,
-                running: false, muted: false, cameraOn: true, talking: false, t0: null };
-// For tests and the curious: the page's live objects.
+                running: false, muted: false, cameraOn: true, talking: false, stats: null };
+// For tests and the curious: the page's live objects and what it sent and played
+// (samples sent, played samples per response, when each clear came and was done).
 window.duplexPage = state;
+
+function newStats() {
+  return { samplesSent: 0, framesSent: 0, ids: {}, played: {}, cleared: {}, clearAsked: {},
+           interruptAt: null, firstBlockMs: null };
+}
 
 function setStatus(text, message) {
   ui.status.textContent = text;
@@ -70,7 +76,15 @@ function onMessage(msg) {
     case "capture": if (state.audio) state.audio.capturing = msg.audio; break;
     case "camera": onCamera(msg); break;
     case "player": if (state.audio) state.audio.send({ type: "config", jitter_ms: msg.jitter_ms }); break;
-    case "play": case "end": case "clear": if (state.audio) state.audio.send(msg); break;
+    case "clear":
+      if (state.stats) state.stats.clearAsked[msg.n] = performance.now();
+      if (state.audio) state.audio.send(msg);
+      break;
+    case "play":
+      if (state.stats) state.stats.ids[msg.n] = msg.id;
+      if (state.audio) state.audio.send(msg);
+      break;
+    case "end": if (state.audio) state.audio.send(msg); break;
     case "player_stop": if (state.audio) state.audio.send({ type: "stop" }); break;
     case "progress": onProgress(msg); break;
     case "stopped": onStopped(msg); break;
@@ -173,9 +187,20 @@ async function start() {
   await listDevices();
   const path = new AudioPath(24000);
   state.audio = path;
-  path.onBlock = (start, at, pcm) => post(audioMessage(start, at, pcm));
-  path.onPlayed = (report) => post({ type: "played", ...report });
-  path.onCleared = (n) => post({ type: "cleared", n });
+  const stats = state.stats = newStats();
+  path.onBlock = (start, at, pcm) => {
+    if (stats.firstBlockMs === null) stats.firstBlockMs = at;
+    stats.samplesSent = start + pcm.byteLength / 2;
+    post(audioMessage(start, at, pcm));
+  };
+  path.onPlayed = (report) => {
+    for (const [n, offset, count] of report.blocks) stats.played[n] = offset + count;
+    post({ type: "played", ...report });
+  };
+  path.onCleared = (n) => {
+    stats.cleared[n] = performance.now();
+    post({ type: "cleared", n });
+  };
   await path.open(stream);
   const aTrack = stream.getAudioTracks()[0];
   const vTrack = stream.getVideoTracks()[0];
@@ -186,7 +211,9 @@ async function start() {
     ui.preview.srcObject = new MediaStream([vTrack]);
     ui.preview.play().catch(() => {});
     state.grabber = new FrameGrabber(ui.preview, (seq, at, w, h, jpeg) => {
-      if (state.cameraOn) post(frameMessage(seq, at, w, h, jpeg));
+      if (!state.cameraOn) return;
+      stats.framesSent += 1;
+      post(frameMessage(seq, at, w, h, jpeg));
     });
   }
   state.running = true;
@@ -329,7 +356,10 @@ ui.camera.addEventListener("click", () => {
   }
   setControls(document.querySelector("input[name=mode]:checked").value);
 });
-ui.interrupt.addEventListener("click", () => control("interrupt"));
+ui.interrupt.addEventListener("click", () => {
+  if (state.stats) state.stats.interruptAt = performance.now();
+  control("interrupt");
+});
 ui.ptt.addEventListener("pointerdown", (e) => { e.preventDefault(); talk(true); });
 for (const name of ["pointerup", "pointerleave", "pointercancel"]) {
   ui.ptt.addEventListener(name, () => talk(false));

@@ -32,11 +32,25 @@ export class AudioPath {
     if (ctx.state !== "running") await ctx.resume();
   }
 
-  // When the output plays context frame `frame`, on the page's clock (ms).
+  // When the output plays context frame `frame`, on the page's clock (ms). The context's
+  // clock runs against the page's by an offset read from getOutputTimestamp(), which
+  // jitters by a few ms: the median of the recent readings is used, and moved only when it
+  // drifts by more than 2 ms, so consecutive frames keep consecutive times.
   outputMs(frame) {
+    return (frame / this.context.sampleRate) * 1000 + this.offsetMs();
+  }
+
+  offsetMs() {
     const ts = this.context.getOutputTimestamp();
-    if (!ts.performanceTime) return performance.now() + (frame / this.context.sampleRate - this.context.currentTime) * 1000;
-    return ts.performanceTime + (frame / this.context.sampleRate - ts.contextTime) * 1000;
+    const now = ts.performanceTime
+      ? ts.performanceTime - ts.contextTime * 1000
+      : performance.now() - this.context.currentTime * 1000;
+    const readings = (this.readings = this.readings || []);
+    readings.push(now);
+    if (readings.length > 31) readings.shift();
+    const median = [...readings].sort((a, b) => a - b)[readings.length >> 1];
+    if (this.anchor === undefined || Math.abs(median - this.anchor) > 2) this.anchor = median;
+    return this.anchor;
   }
 
   // When the microphone captured the sample the graph took at `frame` (ms): it reached the
@@ -57,7 +71,7 @@ export class AudioPath {
       if (this.onCleared) this.onCleared(msg.cleared);
       return;
     }
-    const blocks = msg.blocks.map(([n, offset, count, frame]) => [n, offset, count, this.outputMs(frame)]);
+    const blocks = msg.blocks.map(([n, offset, count, frame]) => [n, offset, count, this.outputMs(frame), frame]);
     if (this.onPlayed) this.onPlayed({ blocks, underruns: msg.underruns });
   }
 
