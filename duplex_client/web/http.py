@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
-from websockets.datastructures import Headers
+from websockets.datastructures import Headers, MultipleValuesError
 from websockets.http11 import Request, Response
 
 #: The page's files, by URL path → (file in `duplex_client/web/static`, content type).
@@ -97,7 +97,7 @@ class Guard:
         """Whether the request names this server (always, when bound beyond loopback)."""
         if not self.loopback:
             return True
-        host = request.headers.get("Host", "")
+        host = _one(request, "Host")
         name, _, port = host.rpartition(":")
         if not port.isdigit() or int(port) != self.port:
             return False
@@ -110,6 +110,13 @@ class Guard:
 
     def origin_ok(self, request: Request) -> bool:
         """Whether the socket request comes from the page's own origin."""
-        origin = request.headers.get("Origin")
-        host = request.headers.get("Host")
-        return origin is not None and host is not None and origin == f"http://{host}"
+        origin, host = _one(request, "Origin"), _one(request, "Host")
+        return bool(origin) and bool(host) and origin == f"http://{host}"
+
+
+def _one(request: Request, name: str) -> str:
+    """A header given once ("" when missing or repeated: a repeated Host is refused)."""
+    try:
+        return request.headers.get(name, "")
+    except MultipleValuesError:
+        return ""

@@ -128,11 +128,11 @@ function fill(select, devices, what) {
   select.replaceChildren();
   const seen = new Set();
   devices.forEach((d, i) => {
-    if (!d.deviceId || seen.has(d.deviceId)) return;
+    if (!d.deviceId || seen.has(d.deviceId)) return; // no id before permission is given
     seen.add(d.deviceId);
     select.add(new Option(d.label || `${what} ${i + 1}`, d.deviceId));
   });
-  if (!devices.length) select.add(new Option(`default ${what}`, "default"));
+  if (!seen.size) select.add(new Option(`default ${what}`, "default"));
   select.add(new Option(`no ${what}`, "none"));
   if ([...select.options].some((o) => o.value === chosen)) select.value = chosen;
 }

@@ -89,7 +89,9 @@ def test_the_server_gets_the_microphone_faithfully_and_frames_on_the_unit_grid(
     assert closing and all(len(r["frames"]) == 1 for r in closing)
     kinds = [r["unit_kind"] for r in closing]
     assert kinds[0] == "OMNI" and kinds.count("VISION") >= 2, kinds
-    assert kinds.index("VISION") > kinds.index("OMNI") and "OMNI" not in kinds[kinds.index("VISION") :]
+    assert (
+        kinds.index("VISION") > kinds.index("OMNI") and "OMNI" not in kinds[kinds.index("VISION") :]
+    )
     ends = [r["media_end_ms"] for r in sent if r["unit_kind"] is not None]
     assert all(b - a == UNIT_MS for a, b in zip(ends, ends[1:], strict=False)), ends
     assert [r["unit_index"] for r in closing] == list(range(len(closing)))
