@@ -8,6 +8,7 @@ server received, what the bundle recorded and what the page showed are compared.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import wave
@@ -93,7 +94,7 @@ def test_the_server_gets_the_microphone_faithfully_and_frames_on_the_unit_grid(
         kinds.index("VISION") > kinds.index("OMNI") and "OMNI" not in kinds[kinds.index("VISION") :]
     )
     ends = [r["media_end_ms"] for r in sent if r["unit_kind"] is not None]
-    assert all(b - a == UNIT_MS for a, b in zip(ends, ends[1:], strict=False)), ends
+    assert all(b - a == UNIT_MS for a, b in itertools.pairwise(ends)), ends
     assert [r["unit_index"] for r in closing] == list(range(len(closing)))
     muted = [r for r in sent if r["media_start_ms"] >= ends[kinds.index("VISION") - 1]]
     assert muted and all(r["fallback"] or not r["audio_bytes"] for r in muted)
