@@ -210,3 +210,30 @@ async def test_answer_audio_at_another_rate_is_resampled_and_acked_in_ms() -> No
         await wait_for(lambda: acks(peer, "r16"), what="the drain ack")
         final = acks(peer, "r16")[-1]
         assert final["played_ms"] == 1000 and not final.get("truncate")
+
+
+async def test_a_mid_answer_listen_clears_the_answer_but_a_listen_after_its_end_does_not() -> None:
+    async with (
+        ScriptedServer() as server,
+        Harness(server.url, config=presets.minicpmo_4_5(), turn="model") as h,
+    ):
+        peer = server.peer
+        await respond(peer, "resp_1", 2000, done=False)
+        await wait_for(lambda: h.player.queued_ms("resp_1") == 2000, what="audio 1")
+        await h.render(300)
+        await peer.send({"type": "response.listen", "response_id": "resp_1"})  # it yielded
+        await wait_for(lambda: h.player.queued_ms("resp_1") == 0, what="answer 1 cleared")
+        await wait_for(lambda: any(a.get("truncate") for a in acks(peer, "resp_1")), what="cut")
+        assert acks(peer, "resp_1")[-1]["played_ms"] == 300
+        # the last delta says end_of_turn: a listen then is the turn's end, not a yield
+        await peer.send({"type": "response.created", "response_id": "resp_2"})
+        await peer.send(
+            {"type": "response.output_audio.delta", "response_id": "resp_2",
+             "delta": b64encode(out_pcm(1000)), "sample_rate_hz": RATE,
+             "metadata": {"end_of_turn": True}}
+        )  # fmt: skip
+        await wait_for(lambda: h.player.queued_ms("resp_2") == 1000, what="audio 2")
+        await peer.send({"type": "response.listen", "response_id": "resp_2"})
+        await h.render(200)
+        assert h.player.queued_ms("resp_2") == 800
+        assert "resp_2" not in h.client.tracker.fenced
