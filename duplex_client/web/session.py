@@ -20,9 +20,12 @@ from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import UnitKind
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.controls import LiveControls
+from duplex_client.run.options import RunOptions
+from duplex_client.run.prepare import prepare
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.session_run import run_session
+from duplex_client.run.turns import TurnMode
 from duplex_client.web.protocol import ECHO_SETTINGS, StartRequest
 from duplex_client.web.source import BrowserSource, offered_modes, offers_video
 
@@ -37,19 +40,35 @@ PUSH_S = 0.1
 LOG_LINES = 200
 
 
-def offered(app: WebApp) -> tuple[str, ...]:
+def offered(app: WebApp) -> tuple[TurnMode, ...]:
     """The turn modes the page may start (the launch's preset decides)."""
     return offered_modes(app.config.options.preset)
 
 
+def session_rates(options: RunOptions, mode: TurnMode) -> dict[str, int]:
+    """The input and output sample rates a session in `mode` runs at (its config's).
+
+    The page captures at the input rate and plays at the output rate: the browser resamples
+    (this process then sends its blocks as they come, with no resampler's delay).
+    """
+    try:
+        config = prepare(replace(options, turn=mode), inputs="browser").config
+    except DuplexClientError:  # a file the launch checked changed since: the defaults
+        from duplex_client.client.config import SessionConfig
+
+        config = SessionConfig()
+    return {"input": config.input_sample_rate_hz, "output": config.output_sample_rate_hz}
+
+
 def ready_message(app: WebApp) -> dict[str, Any]:
-    """What the page learns when it connects: modes, camera, player and echo defaults."""
+    """What the page learns when it connects: modes and their rates, camera, player, echo."""
     o = app.config.options
     modes = offered(app)
     preferred = o.turn if o.turn in modes else modes[0]
     return {
         "type": "ready",
         "modes": list(modes),
+        "rates": {mode: session_rates(o, mode) for mode in modes},
         "mode": preferred,
         "video": offers_video(o.preset),
         "preset": o.preset,

@@ -30,6 +30,7 @@ from duplex_client.run.sources.devices import (
     complete_live,
     live_session,
 )
+from duplex_client.run.turns import TurnMode
 from duplex_client.web.capture import BrowserCamera, BrowserMicrophone
 from duplex_client.web.clock import PageClock
 from duplex_client.web.player import PagePlayer, Post
@@ -160,7 +161,7 @@ class BrowserSource:
         """Nothing to release: the live session stopped the page's capture when it ended."""
 
 
-def offered_modes(preset: str) -> tuple[str, ...]:
+def offered_modes(preset: str) -> tuple[TurnMode, ...]:
     """The turn modes a page offers for a preset, from the family table.
 
     `auto` offers all three (it picks the family per mode), `none` too (a bare config: the
@@ -172,7 +173,7 @@ def offered_modes(preset: str) -> tuple[str, ...]:
     family = preset_family(preset)
     if family is None:
         return ("model", "vad", "ptt")
-    modes = []
+    modes: list[TurnMode] = []
     if family.model_owned_turns:
         modes.append("model")
     if family.server_vad:

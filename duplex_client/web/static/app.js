@@ -185,9 +185,11 @@ async function start() {
   }
   state.stream = stream;
   await listDevices();
-  const path = new AudioPath(24000);
+  const rates = ready.rates[mode];
+  const path = new AudioPath(rates.input, rates.output);
   state.audio = path;
   const stats = state.stats = newStats();
+  stats.captureRate = path.captureRate;
   path.onBlock = (start, at, pcm) => {
     if (stats.firstBlockMs === null) stats.firstBlockMs = at;
     stats.samplesSent = start + pcm.byteLength / 2;
@@ -225,7 +227,7 @@ async function start() {
   ui.events.replaceChildren();
   post({
     type: "start", mode, audio: Boolean(aTrack), video: Boolean(vTrack),
-    capture_rate: path.context.sampleRate, echo, user_agent: navigator.userAgent,
+    capture_rate: path.captureRate, echo, user_agent: navigator.userAgent,
     devices: { microphone: aTrack ? aTrack.label : null, camera: vTrack ? vTrack.label : null },
     tracks: { audio: aTrack ? aTrack.getSettings() : null, video: vTrack ? vTrack.getSettings() : null },
   });

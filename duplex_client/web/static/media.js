@@ -1,10 +1,57 @@
-// The page's media: one AudioContext for the microphone (capture worklet) and the answers
-// (player worklet), the camera's frames, and the audio clock → page clock mapping.
+// The page's media: the microphone (capture worklet) and the answers (player worklet), each
+// in an AudioContext at the session's rate, the camera's frames, and the audio clocks
+// mapped to the page's clock.
 export const AUDIO = 1, FRAME = 2, ANSWER = 3;
 
+// A context's clock on the page's clock. getOutputTimestamp() says when the output plays
+// which context time; its readings jitter by a few ms, so the median of the recent ones is
+// used, and moved only when it drifts by more than 2 ms: consecutive frames keep
+// consecutive times. Readings are taken every 50 ms from the start, so the first capture
+// block already has a settled offset.
+class ContextClock {
+  constructor(context) {
+    this.context = context;
+    this.readings = [];
+    this.anchor = undefined;
+    this.timer = setInterval(() => this.offsetMs(), 50);
+  }
+
+  // When the output plays context frame `frame`, on the page's clock (ms).
+  outputMs(frame) {
+    return (frame / this.context.sampleRate) * 1000 + this.offsetMs();
+  }
+
+  offsetMs() {
+    const ctx = this.context;
+    const ts = ctx.getOutputTimestamp();
+    if (ts.performanceTime) {
+      this.readings.push(ts.performanceTime - ts.contextTime * 1000);
+      if (this.readings.length > 31) this.readings.shift();
+    }
+    if (!this.readings.length) {
+      // no output yet: the graph runs about its output latency ahead of the speaker
+      const ahead = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
+      return performance.now() - ctx.currentTime * 1000 + ahead * 1000;
+    }
+    const median = [...this.readings].sort((a, b) => a - b)[this.readings.length >> 1];
+    if (this.anchor === undefined || Math.abs(median - this.anchor) > 2) this.anchor = median;
+    return this.anchor;
+  }
+
+  close() {
+    clearInterval(this.timer);
+  }
+}
+
+// The microphone at the session's input rate (the browser resamples the track into the
+// context, so this process never has to) and the answers at the session's output rate:
+// two AudioContexts, each with a worklet.
 export class AudioPath {
-  constructor(rate) {
-    this.context = new AudioContext({ sampleRate: rate, latencyHint: "interactive" });
+  constructor(inputRate, outputRate) {
+    this.input = new AudioContext({ sampleRate: inputRate, latencyHint: "interactive" });
+    this.output = new AudioContext({ sampleRate: outputRate, latencyHint: "interactive" });
+    this.inputClock = new ContextClock(this.input);
+    this.outputClock = new ContextClock(this.output);
     this.capturing = false;
     this.base = null; // the context frame of the first block sent
     this.inputLatencyS = 0;
@@ -13,51 +60,35 @@ export class AudioPath {
     this.onCleared = null; // (n)
   }
 
+  get captureRate() {
+    return this.input.sampleRate;
+  }
+
   async open(stream) {
-    const ctx = this.context;
-    await ctx.audioWorklet.addModule("/static/capture-worklet.js");
-    await ctx.audioWorklet.addModule("/static/player-worklet.js");
-    this.player = new AudioWorkletNode(ctx, "duplex-player", { outputChannelCount: [1] });
-    this.player.connect(ctx.destination);
+    await this.output.audioWorklet.addModule("/static/player-worklet.js");
+    this.player = new AudioWorkletNode(this.output, "duplex-player", { outputChannelCount: [1] });
+    this.player.connect(this.output.destination);
     this.player.port.onmessage = (event) => this.played(event.data);
     if (stream && stream.getAudioTracks().length) {
       const track = stream.getAudioTracks()[0];
       const latency = track.getSettings().latency;
       this.inputLatencyS = typeof latency === "number" ? latency : 0;
-      this.source = ctx.createMediaStreamSource(stream);
-      this.capture = new AudioWorkletNode(ctx, "duplex-capture", { numberOfOutputs: 0 });
+      await this.input.audioWorklet.addModule("/static/capture-worklet.js");
+      this.source = this.input.createMediaStreamSource(stream);
+      this.capture = new AudioWorkletNode(this.input, "duplex-capture", { numberOfOutputs: 0 });
       this.capture.port.onmessage = (event) => this.block(event.data);
       this.source.connect(this.capture);
     }
-    if (ctx.state !== "running") await ctx.resume();
+    for (const ctx of [this.input, this.output]) if (ctx.state !== "running") await ctx.resume();
   }
 
-  // When the output plays context frame `frame`, on the page's clock (ms). The context's
-  // clock runs against the page's by an offset read from getOutputTimestamp(), which
-  // jitters by a few ms: the median of the recent readings is used, and moved only when it
-  // drifts by more than 2 ms, so consecutive frames keep consecutive times.
-  outputMs(frame) {
-    return (frame / this.context.sampleRate) * 1000 + this.offsetMs();
-  }
-
-  offsetMs() {
-    const ts = this.context.getOutputTimestamp();
-    const now = ts.performanceTime
-      ? ts.performanceTime - ts.contextTime * 1000
-      : performance.now() - this.context.currentTime * 1000;
-    const readings = (this.readings = this.readings || []);
-    readings.push(now);
-    if (readings.length > 31) readings.shift();
-    const median = [...readings].sort((a, b) => a - b)[readings.length >> 1];
-    if (this.anchor === undefined || Math.abs(median - this.anchor) > 2) this.anchor = median;
-    return this.anchor;
-  }
-
-  // When the microphone captured the sample the graph took at `frame` (ms): it reached the
-  // graph an input latency after capture, and the graph runs an output latency ahead.
+  // When the microphone captured the sample the capture graph took at `frame` (ms): it
+  // reached the graph an input latency after capture, and the graph runs an output latency
+  // ahead of its (silent) output.
   capturedMs(frame) {
-    const ahead = (this.context.baseLatency || 0) + (this.context.outputLatency || 0);
-    return this.outputMs(frame) - (ahead + this.inputLatencyS) * 1000;
+    const ctx = this.input;
+    const ahead = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
+    return this.inputClock.outputMs(frame) - (ahead + this.inputLatencyS) * 1000;
   }
 
   block({ frame, pcm }) {
@@ -71,7 +102,8 @@ export class AudioPath {
       if (this.onCleared) this.onCleared(msg.cleared);
       return;
     }
-    const blocks = msg.blocks.map(([n, offset, count, frame]) => [n, offset, count, this.outputMs(frame), frame]);
+    const at = (frame) => this.outputClock.outputMs(frame);
+    const blocks = msg.blocks.map(([n, offset, count, frame]) => [n, offset, count, at(frame), frame]);
     if (this.onPlayed) this.onPlayed({ blocks, underruns: msg.underruns });
   }
 
@@ -82,7 +114,10 @@ export class AudioPath {
   close() {
     this.capturing = false;
     if (this.capture) this.capture.port.postMessage("stop");
-    this.context.close().catch(() => {});
+    this.inputClock.close();
+    this.outputClock.close();
+    this.input.close().catch(() => {});
+    this.output.close().catch(() => {});
   }
 }
 
