@@ -37,8 +37,9 @@ BLOCK_MS = 20
 JITTER_MS = 80
 SECONDS, QUICK_SECONDS = 60, 12
 #: A 1 s answer every third unit, in 40 ms deltas 40 ms apart.
+ANSWER = {"on": "unit", "do": "speak", "audio_ms": 1000}
 SCRIPT = {
-    "rules": [{"on": "unit", "index": i, "do": "speak", "audio_ms": 1000} for i in range(1, 200, 3)],
+    "rules": [{**ANSWER, "index": i} for i in range(1, 200, 3)],
     "chunk_ms": 40,
     "chunk_interval_ms": 40,
 }

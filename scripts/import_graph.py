@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("duplex_cli",)),
     ("eval", ("duplex_client.eval",)),
     ("replay", ("duplex_client.replay", "duplex_client.rederive", "duplex_client.sweep")),
+    ("web", ("duplex_client.web",)),
     (
         "run",
         (

@@ -134,10 +134,17 @@ def _text(value: Any, limit: int = 512) -> str | None:
 
 
 def _tracks(value: Any) -> dict[str, Any]:
-    """The tracks' settings as the browser applied them (`getSettings()`), made safe."""
+    """The tracks' settings as the browser applied them (`getSettings()`), made safe; the
+    browser's opaque device and group ids are left out (the labels say which device)."""
     if not isinstance(value, dict):
         return {}
-    return {k: safe_structured(v) for k, v in value.items() if k in ("audio", "video")}
+    out = {}
+    for kind in ("audio", "video"):
+        settings = value.get(kind)
+        if isinstance(settings, dict):
+            kept = {k: v for k, v in settings.items() if k not in ("deviceId", "groupId")}
+            out[kind] = safe_structured(kept)
+    return out
 
 
 def parse_text(data: str) -> dict[str, Any]:

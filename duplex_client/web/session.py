@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.bundle.layout import BundleLayout
 from duplex_client.protocol import response_events as r
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import UnitKind
@@ -135,7 +136,7 @@ class PageSession:
         result, bundle = self.result, self.options.output_dir
         if result is not None:
             error = None if result.ok else (result.error or result.status)
-        has_bundle = bundle is not None and (bundle / "result.json").exists()
+        has_bundle = bundle is not None and BundleLayout(bundle).result.exists()
         if has_bundle and bundle is not None:
             self.app.bundles[self.number] = bundle
         doc: dict[str, Any] = {

@@ -145,3 +145,18 @@ def test_resample_bench_tells_the_linear_baseline_from_the_package(
     monkeypatch.setenv(_common.QUICK_ENV, "1")
     bench_resample.main()
     assert "| package Resampler |" in capsys.readouterr().out
+
+
+def test_web_bench_reads_its_figures_from_a_bundle(tmp_path: Any) -> None:
+    import json
+
+    from benchmarks import bench_web
+
+    (tmp_path / "input_timeline.json").write_text(
+        json.dumps({"appends": [{"lateness_ms": 5.0, "audio_bytes": 6400},
+                                {"lateness_ms": 9.0, "audio_bytes": 0}]})
+    )  # fmt: skip
+    turns = [{"heard_start_ms": 1090.0, "first_audio_ms": 1000.0}, {"heard_start_ms": None}]
+    (tmp_path / "result.json").write_text(json.dumps({"ok": True, "turns": turns}))
+    got = bench_web.figures(tmp_path)
+    assert got == {"capture": [5.0 + bench_web.BLOCK_MS], "playback": [90.0], "ok": [1.0]}

@@ -45,11 +45,12 @@ class ContextClock {
 
 // The microphone at the session's input rate (the browser resamples the track into the
 // context, so this process never has to) and the answers at the session's output rate:
-// two AudioContexts, each with a worklet.
+// two AudioContexts, each with a worklet, asking for the smallest buffers the device has
+// (`latencyHint: 0`; "interactive" gave 43 ms of output latency in Chromium, 0 gave 21 ms).
 export class AudioPath {
   constructor(inputRate, outputRate) {
-    this.input = new AudioContext({ sampleRate: inputRate, latencyHint: "interactive" });
-    this.output = new AudioContext({ sampleRate: outputRate, latencyHint: "interactive" });
+    this.input = new AudioContext({ sampleRate: inputRate, latencyHint: 0 });
+    this.output = new AudioContext({ sampleRate: outputRate, latencyHint: 0 });
     this.inputClock = new ContextClock(this.input);
     this.outputClock = new ContextClock(this.output);
     this.capturing = false;
