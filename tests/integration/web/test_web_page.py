@@ -31,6 +31,7 @@ from tests.support.web import (
     fake_device_args,
     open_web,
     serving,
+    wait_until,
 )
 
 RATE_IN, RATE_OUT, UNIT_MS = 16000, 24000, 1000
@@ -67,9 +68,13 @@ def test_the_server_gets_the_microphone_faithfully_and_frames_on_the_unit_grid(
         open_web(browser, web.url) as page,
     ):
         page.start(mode="model", echo=False)
-        page.page.wait_for_timeout(4200)
+
+        def units(kind: str) -> int:
+            return sum(1 for r in list(server.appends()) if r["unit_kind"] == kind)
+
+        wait_until(lambda: units("OMNI") >= 3, what="three units of speech and frames")
         page.page.click("#mute")
-        page.page.wait_for_timeout(3200)
+        wait_until(lambda: units("VISION") >= 2, what="two frame-only units")
         assert page.stop() == "stopped"
         stats = page.stats()
         rows = server.appends()
@@ -79,7 +84,7 @@ def test_the_server_gets_the_microphone_faithfully_and_frames_on_the_unit_grid(
     assert len(audio_rows) == len(received)
     captured = b"".join(p for p, r in zip(received, audio_rows, strict=True) if not r["fallback"])
     got = np.frombuffer(captured, "<i2").astype(np.float64) / 32768
-    assert len(got) >= 3 * RATE_IN  # about four seconds before mute
+    assert len(got) >= 2 * RATE_IN  # about three seconds before mute
     corr, _ = aligned_correlation(got, question)
     assert corr >= 0.9, corr
     # nothing lost or added: the server's media time is what the page captured, within a unit
@@ -119,9 +124,14 @@ def test_an_answer_plays_and_the_bundle_holds_what_the_page_played(
             "#latency li", "els => els.map(e => [e.dataset.response, Number(e.dataset.latencyMs)])"
         )
         report = page.page.get_attribute("#report", "href")
-        html = page.page.request.get(web.app.origin + report)
-        assert html.ok and b"<html" in html.body()[:2000].lower()
         bundle = web.app.bundles[1]
+        done = subprocess.run(
+            [CLI, "report", str(bundle)], capture_output=True, text=True, env=ENV, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        # the page's link serves that page (`duplex-cli report`'s), from the same process
+        html = page.page.request.get(web.app.origin + report)
+        assert html.ok and html.body() == (bundle / "report.html").read_bytes()
     result = json.loads((bundle / "result.json").read_text())
     assert result["ok"], result["error"]
     [turn] = [t for t in result["turns"] if t["kind"] == "response"]
@@ -160,10 +170,6 @@ def test_an_answer_plays_and_the_bundle_holds_what_the_page_played(
     ):  # fmt: skip
         assert path.exists() and path.stat().st_size > 0, path
     assert any(layout.thumbnails.glob("*.jpg")) and any(layout.sent_frames.glob("*.jpg"))
-    done = subprocess.run(
-        [CLI, "report", str(bundle)], capture_output=True, text=True, env=ENV, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
     assert (bundle / "report.html").stat().st_size > 10_000
 
 
@@ -185,7 +191,8 @@ def test_a_barge_in_clears_playback_at_once_and_acks_what_was_played(
         stats = page.stats()
         bundle = web.app.bundles[1]
     [(n, cleared_at)] = stats["cleared"].items()
-    assert cleared_at - stats["interruptAt"] < 200, stats  # the click to the player's silence
+    # the click to the player's silence: 11-20 ms measured; 200 leaves room for a busy machine
+    assert cleared_at - stats["interruptAt"] < 200, stats
     played_ms = stats["played"][n] * 1000 // RATE_OUT
     assert 1000 <= played_ms < 6000
     lines = [json.loads(x) for x in (bundle / "events.jsonl").read_text().splitlines()]

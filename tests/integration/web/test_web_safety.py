@@ -147,7 +147,7 @@ def test_an_endpoint_that_drops_is_said_and_the_bundle_keeps_what_came(
     browser: Any, loop: LoopThread, tmp_path: Path
 ) -> None:
     options = RunOptions(reconnect=False)
-    faults = Faults(drop_after_events=12)
+    faults = Faults(drop_after_events=4)  # about two units in (one listen a unit)
     with (
         reference(loop, profile="minicpmo", engine="scripted", faults=faults) as server,
         serving(loop, server.url, options=options, output_dir=tmp_path) as web,
