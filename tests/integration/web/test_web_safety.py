@@ -83,6 +83,9 @@ def test_a_missing_device_is_said(browser: Any, loop: LoopThread, tmp_path: Path
         open_web(browser, web.url, **GRANTED) as page,
     ):
         page.page.wait_for_selector("#start:not([disabled])")
+        assert page.page.is_hidden("#headphones")
+        page.page.uncheck("#echoCancellation")  # the page says to use headphones
+        assert page.page.is_visible("#headphones")
         page.page.evaluate(
             "() => { const s = document.getElementById('mic-select');"
             " s.add(new Option('gone', 'no-such-device')); s.value = 'no-such-device'; }"

@@ -26,8 +26,9 @@ def browser(fake_files: tuple[Path, Any, Path]) -> Iterator[Any]:
         yield b
 
 
-def shown_modes(page: Any) -> list[str]:
-    page.wait_for_selector("#start:not([disabled])")
+def shown_modes(page: Any, *, ready: bool = True) -> list[str]:
+    if ready:
+        page.wait_for_selector("#start:not([disabled])")
     found: list[str] = page.eval_on_selector_all(
         "input[name=mode]", "els => els.filter(e => !e.closest('label').hidden).map(e => e.value)"
     )
@@ -94,3 +95,22 @@ def test_server_vad_commits_at_the_end_of_speech_and_the_answer_plays(
     assert result["ok"], result["error"]
     heard = [t for t in result["turns"] if t["heard_ms"] > 0]
     assert heard and heard[0]["transcript"]
+
+
+def test_a_session_that_takes_no_commits_leaves_only_model_turns(
+    browser: Any, loop: LoopThread, tmp_path: Path
+) -> None:
+    # `auto` offers every mode; a Nemotron-style server (a continuous stream) takes no commits
+    with (
+        reference(loop, profile="nemotron", engine="scripted") as server,
+        serving(loop, server.url, output_dir=tmp_path) as web,
+        open_web(browser, web.url) as page,
+    ):
+        assert shown_modes(page.page) == ["model", "vad", "ptt"]
+        page.page.select_option("#camera-select", "none")
+        page.start(mode="model")
+        page.wait("() => document.querySelector('#mode-ptt').closest('label').hidden")
+        assert shown_modes(page.page, ready=False) == ["model"]
+        assert page.stop() == "stopped"
+        bundle = web.app.bundles[1]
+    assert json.loads((bundle / "result.json").read_text())["ok"]
