@@ -73,10 +73,10 @@ class PageConnection:
         except ConnectionClosed:
             pass
         finally:
+            self.closed = True  # a reloaded page may connect while this session finishes
             if self.session is not None and self._task is not None and not self._task.done():
                 self.app.say(f"session {self.session.number}: the page went away: stopping")
             await self.shutdown()
-            self.closed = True
             for task in (writer, pinger):
                 task.cancel()
             await asyncio.gather(writer, pinger, return_exceptions=True)

@@ -145,8 +145,13 @@ class WebPage:
 
 @contextmanager
 def open_web(browser: Any, url: str, **context: Any) -> Iterator[WebPage]:
-    """The app's page in a fresh context (`context`: Playwright's options), closed after."""
-    ctx = browser.new_context(bypass_csp=True, **context)  # Playwright waits evaluate strings
+    """The app's page in a fresh context (`context`: Playwright's options), closed after.
+
+    The page's Content-Security-Policy is bypassed unless `bypass_csp=False`: Playwright's
+    waits evaluate strings, which the policy forbids.
+    """
+    context.setdefault("bypass_csp", True)
+    ctx = browser.new_context(**context)
     page = ctx.new_page()
     loaded = WebPage(page)
     page.on("pageerror", lambda e: loaded.errors.append(str(e)))

@@ -232,3 +232,22 @@ def test_the_api_key_and_the_reference_voice_never_reach_the_page(
     bundle = web.app.bundles[1]
     for path in bundle.rglob("*.json*"):
         assert SECRET not in path.read_text()
+
+
+def test_the_page_runs_under_its_own_content_security_policy(
+    browser: Any, loop: LoopThread, tmp_path: Path
+) -> None:
+    with (
+        reference(loop, profile="minicpmo", engine="scripted") as server,
+        serving(loop, server.url, output_dir=tmp_path) as web,
+        open_web(browser, web.url, bypass_csp=False, **GRANTED) as page,
+    ):
+        p = page.page
+        p.wait_for_selector("#start:not([disabled])")
+        p.click("#start")
+        p.wait_for_selector('#status[data-state="live"]', timeout=30_000)
+        p.wait_for_selector("#events li", state="attached", timeout=30_000)  # both ways
+        p.click("#stop")
+        p.wait_for_selector('#status[data-state="stopped"]', timeout=60_000)
+        assert page.errors == []  # a blocked script, worklet or socket would be logged here
+    assert web.app.bundles[1].is_dir()
