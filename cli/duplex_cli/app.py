@@ -19,7 +19,8 @@ from duplex_cli.web import web_command
 
 app = typer.Typer(
     name="duplex-cli",
-    help="Full-duplex realtime sessions with omni models: stream clips, talk live, serve.",
+    help="Full-duplex realtime sessions with omni models: stream clips, talk live "
+    "(terminal or browser), serve.",
     no_args_is_help=True,
     add_completion=False,
 )

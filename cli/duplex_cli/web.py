@@ -33,7 +33,6 @@ from duplex_cli.options import (
     JpegQualityOpt,
     LivePreset,
     ModelOpt,
-    QuietOpt,
     ReconnectOpt,
     RefAudioOpt,
     RequireAudioOpt,
@@ -49,6 +48,8 @@ from duplex_client.run.options import RunOptions
 from duplex_client.run.result import EXIT_FAILED
 
 Opt = typer.Option
+#: The lines `-q` still prints: each session's bundle, and what the page reported wrong.
+QUIET_KEEPS = ("bundle: ", "page: ", "refused ")
 
 
 def open_warning(host: str) -> str:
@@ -143,7 +144,16 @@ def web_command(
         ),
     ] = None,
     reconnect: ReconnectOpt = True,
-    quiet: QuietOpt = False,
+    quiet: Annotated[
+        bool,
+        Opt(
+            "-q",
+            "--quiet",
+            metavar="",
+            rich_help_panel=OUTPUT,
+            help="Only the URL, each bundle and what went wrong (no session states).",
+        ),
+    ] = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Talk from a browser: the page's microphone and camera in, answers on its player."""
@@ -176,7 +186,7 @@ def web_command(
     if not is_loopback(host):
         err.print(open_warning(host), markup=False)
     try:
-        asyncio.run(_serve(url, options, host, port, output_dir, open_page, out))
+        asyncio.run(_serve(url, options, host, port, output_dir, open_page, out, quiet))
     except OSError as exc:
         note(err, "error", "red", f"cannot listen on {host}:{port}: {exc.strerror or exc}")
         raise typer.Exit(EXIT_FAILED) from None
@@ -206,6 +216,7 @@ async def _serve(
     output_dir: Path | None,
     open_page: bool,
     out: Console,
+    quiet: bool,
 ) -> None:
     from duplex_client.web import WebApp, WebConfig
 
@@ -215,14 +226,17 @@ async def _serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
 
-    def say(line: str) -> None:
+    def say(line: str, *, always: bool = False) -> None:
+        # -q keeps the URL, each session's bundle and what went wrong; not the states
+        if quiet and not (always or line.startswith(QUIET_KEEPS) or "error" in line):
+            return
         out.print(line, markup=False)
         sys.stdout.flush()
 
     config = WebConfig(url=url, options=options, host=host, port=port, output_dir=output_dir)
     async with WebApp(config, say=say) as app:
         endpoint = url or "an embedded reference server per session"
-        say(f"duplex-cli web: open {app.page_url}")
+        say(f"duplex-cli web: open {app.page_url}", always=True)
         say(f"model endpoint: {endpoint}; stop: Ctrl-C")
         if open_page:
             threading.Thread(target=_open, args=(app.page_url,), daemon=True).start()
