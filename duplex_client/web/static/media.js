@@ -45,11 +45,13 @@ class ContextClock {
 
 // The microphone at the session's input rate (the browser resamples the track into the
 // context, so this process never has to) and the answers at the session's output rate:
-// two AudioContexts, each with a worklet, asking for the smallest buffers the device has
-// (`latencyHint: 0`; "interactive" gave 43 ms of output latency in Chromium, 0 gave 21 ms).
+// two AudioContexts, each with a worklet. The player asks for the smallest buffers the
+// device has (`latencyHint: 0`: 21 ms of output latency in Chromium against 43 ms for
+// "interactive"); capture keeps "interactive", whose larger buffers held its tail lower
+// on a busy machine (benchmarks/README.md).
 export class AudioPath {
   constructor(inputRate, outputRate) {
-    this.input = new AudioContext({ sampleRate: inputRate, latencyHint: 0 });
+    this.input = new AudioContext({ sampleRate: inputRate, latencyHint: "interactive" });
     this.output = new AudioContext({ sampleRate: outputRate, latencyHint: 0 });
     this.inputClock = new ContextClock(this.input);
     this.outputClock = new ContextClock(this.output);
