@@ -190,20 +190,29 @@ class TurnMetrics:
                 out.append((start, end))
         return out
 
-    def first_answers(self) -> list[tuple[tuple[float, float], float | None]]:
-        """Each user turn and the heard start of the first response answering it (or None)."""
+    def answers(self) -> list[tuple[tuple[float, float], list[float]]]:
+        """Each user turn and the heard starts of the responses answering it, earliest first
+        (a response answers the user turn its `user_end_ms` falls in)."""
         out = []
         for start, end in self.user_turns():
-            starts = [
+            starts = sorted(
                 t.heard_start_ms
                 for t in self.turns
                 if t.heard_start_ms is not None
                 and t.heard_ms > 0
                 and t.user_end_ms is not None
                 and start <= t.user_end_ms <= end
-            ]
-            out.append(((start, end), min(starts) if starts else None))
+            )
+            out.append(((start, end), starts))
         return out
+
+    def first_answers(self) -> list[tuple[tuple[float, float], float | None]]:
+        """Each user turn and the heard start of the first response answering it (or None)."""
+        return [(turn, starts[0] if starts else None) for turn, starts in self.answers()]
+
+    def follow_ups(self) -> list[float]:
+        """From a user turn's end to each later answer to the same turn (the first excluded)."""
+        return [heard - end for (_, end), starts in self.answers() for heard in starts[1:]]
 
     def unanswered(self) -> int | None:
         """User turns no heard response answered (None without user speech)."""
@@ -226,6 +235,7 @@ class TurnMetrics:
             "first_answer_latency_ms": summarize(
                 [heard - end for (_, end), heard in self.first_answers() if heard is not None]
             ),
+            "follow_up_latency_ms": summarize(self.follow_ups()),
             "server_ms": summarize(server),
             "overlap_ms": summarize([self.overlap_ms(t) for t in heard_turns]),
             "gap_ms": summarize(gaps),
