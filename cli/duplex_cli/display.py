@@ -150,9 +150,10 @@ def heard_latency(result: RunResult) -> str:
         turns = len(result.turns or [])
         why = "user speech unknown" if source == "none" else "no answer heard after user speech"
         return f"- ({turns} turns, {why})"
+    to = "" if metrics.get("latency_to") != "first_audio" else ", to first audio received"
     parts = [
         f"first answer p50 {_ms(first['p50'])}, max {_ms(first['max'])} "
-        f"({first['count']} user turn(s) answered, user end from {source})"
+        f"({first['count']} user turn(s) answered, user end from {source}{to})"
     ]
     later = metrics.get("follow_up_latency_ms") or {}
     if later.get("count"):

@@ -9,8 +9,10 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from duplex_client.server import ReferenceServer, Script
+from duplex_client.server.config import speech_available
 from tests.e2e.helpers import CLI, ENV, load, run_cli
 from tests.integration.live.helpers import write_wav
 
@@ -57,3 +59,50 @@ async def test_the_headline_is_the_first_answer_per_user_turn(tmp_path: Path) ->
     html = (run / "report.html").read_text()
     assert f"first-answer latency p50 {first['p50']:.1f} ms" in html
     assert f"follow-up answers: 1, p50 {later['p50']:.1f} ms" in html
+
+
+#: Speech ends near 1.9 s; unit 2 (2–3 s) closes after it and is answered.
+ANSWER_UNIT_2 = {
+    "rules": [{"on": "unit", "index": 2, "do": "speak", "text": "blue", "audio_ms": 400}],
+    "defaults": {"unit": {"do": "listen"}, "commit": {"do": "listen"}},
+}
+
+
+def cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    """`duplex-cli ARGS` (no stdin) as a subprocess."""
+    return subprocess.run(
+        [CLI, *args], capture_output=True, text=True, env=ENV, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not speech_available(), reason="needs eSpeak NG and onnxruntime")
+async def test_live_without_a_speaker_measures_latency_to_the_first_audio(tmp_path: Path) -> None:
+    """One definition per figure: turns count to the first audio received (nothing played);
+    the panel's response latency is `latencies_ms`, shown under the same name in the summary."""
+    from duplex_client.server.engine.tts import speech_pcm16
+
+    speech = speech_pcm16("what colour do you see", 16000, lead_ms=400, tail_ms=0)
+    wav = write_wav(tmp_path / "q.wav", speech + bytes(2 * 16 * 2000))
+    run = tmp_path / "run"
+    script = Script.from_dict(ANSWER_UNIT_2)
+    async with ReferenceServer(profile="minicpmo", engine="scripted", script=script) as server:
+        done = await asyncio.to_thread(
+            cli, "live", "--url", server.url, "--mic-file", str(wav), "--no-camera",
+            "--no-playback", "--duration-s", "4", "--output-dir", str(run),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = load(run, "result.json")
+    assert result["counts"]["played_ms"] == 0
+    (turn,) = result["turns"]
+    assert turn["heard_start_ms"] is None and turn["user_end_source"] == "vad"
+    assert turn["latency_ms"] == pytest.approx(turn["first_audio_ms"] - turn["user_end_ms"], abs=0.01)
+    metrics = result["metrics"]
+    assert metrics["latency_to"] == "first_audio"
+    assert metrics["first_answer_latency_ms"]["p50"] == turn["latency_ms"]
+    panel = result["latencies_ms"]["last_response_heard"]
+    assert panel is not None and 0 < panel < turn["latency_ms"]  # from the unit's send, later
+    summary = " ".join(done.stderr.split())
+    first = metrics["first_answer_latency_ms"]["p50"]
+    assert f"first answer p50 {first:.1f} ms" in summary and "to first audio received" in summary
+    assert f"response latency last {panel:.0f} ms" in summary
