@@ -1,4 +1,4 @@
-"""The headline latency of the CLI summary and the report header: first answers, follow-ups apart."""
+"""The headline latency of the CLI summary and the report header: first answers first."""
 
 from __future__ import annotations
 
