@@ -106,3 +106,67 @@ async def test_live_without_a_speaker_measures_latency_to_the_first_audio(tmp_pa
     first = metrics["first_answer_latency_ms"]["p50"]
     assert f"first answer p50 {first:.1f} ms" in summary and "to first audio received" in summary
     assert f"response latency last {panel:.0f} ms" in summary
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small run bundle (embedded server, no pacing) for the `report` cases."""
+    root = tmp_path_factory.mktemp("bundle")
+    wav = write_wav(root / "q.wav", _tone(1000))
+    run = root / "run"
+    done = cli("stream", "--input-audio", str(wav), "--burst", "-q", "--output-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    return run
+
+
+def _one_line(done: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    assert done.returncode == code, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_report_to_an_unwritable_path_is_one_usage_line(bundle: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    target = blocker / "page.html"
+    _one_line(
+        cli("report", str(bundle), "-o", str(target)),
+        2,
+        f"-o {target}: cannot write there ({blocker} is not a directory)",
+    )
+    _one_line(cli("report", str(bundle), "-o", str(tmp_path)), 2, "is a directory")
+    _one_line(cli("report", str(bundle), "--png", str(target)), 2, f"--png {target}: cannot")
+    if Path("/proc/self").is_dir():  # refused by the kernel even to root: the write fails
+        _one_line(cli("report", str(bundle), "-o", "/proc/page.html"), 2, "-o /proc/page.html")
+    assert not (bundle / "report.html").exists()
+
+
+def test_live_with_a_missing_mic_file_exits_2_without_a_bundle(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    missing = tmp_path / "missing.wav"
+    _one_line(
+        cli("live", "--mic-file", str(missing), "--no-playback", "--output-dir", str(run)),
+        2,
+        f"{missing}: no such file",
+    )
+    args = ["--no-mic", "--camera-file", str(missing), "--no-playback", "--output-dir", str(run)]
+    _one_line(cli("live", *args), 2, f"{missing}: no such file")
+    assert not run.exists()
+
+
+async def test_a_server_requiring_video_refuses_audio_only_input_as_usage(tmp_path: Path) -> None:
+    """`--preset none` names no family: the opened session's capabilities say video is
+    required; nothing is sent, exit 2, and the bundle's result.json says why."""
+    wav = write_wav(tmp_path / "q.wav", _tone(1000))
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="aura", engine="scripted") as server:
+        done = await run_cli(
+            "--url", server.url, "--preset", "none", "--input-audio", str(wav), "-q",
+            "--output-dir", str(run),
+        )  # fmt: skip
+    _one_line(done, 2, "the session requires video but the stream has no frames")
+    assert "--input-image" in done.stderr
+    result = load(run, "result.json")
+    assert result["exit_code"] == 2 and "requires video" in result["error"]
+    assert load(run, "input_timeline.json")["appends"] == []

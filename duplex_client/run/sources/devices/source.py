@@ -7,6 +7,7 @@ over them until quit or the time limit. Device modules are injectable (`LiveDevi
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,25 @@ def preflight(options: RunOptions, devices: LiveDevices) -> DeviceCheck:
     return DeviceCheck(sd, True)
 
 
+def check_files(options: RunOptions, *, camera: bool = True) -> None:
+    """The file twins of the devices, read before anything is written, as `stream` reads its
+    inputs: a missing or unreadable file is a `MediaError` naming it (exit 2, no bundle).
+
+    `camera` False: an injected capture factory opens `camera_file` its own way.
+    """
+    from duplex_client.media import open_audio
+    from duplex_client.media.errors import MediaError
+    from duplex_client.media.probe import probe
+
+    if options.mic_file and not options.no_mic:
+        open_audio(options.mic_file)  # the same checks as `stream --input-audio`
+    if camera and options.camera_file and not options.no_camera:
+        info = probe(options.camera_file)
+        if info.video is None or not info.video.decodable:
+            kinds = ", ".join(s.kind for s in info.streams) or "none"
+            raise MediaError(options.camera_file, f"has no video stream (streams: {kinds})")
+
+
 def controls_for(options: RunOptions) -> LiveControls:
     """The live switches as the options start them (muted, camera off, the talk key's mode)."""
     return LiveControls(
@@ -145,6 +165,7 @@ class DeviceSource:
     async def open(self, options: RunOptions, progress: RunProgress) -> None:
         """Check PortAudio and the chosen devices (`DeviceError` before anything is written)."""
         self._options = options
+        await asyncio.to_thread(check_files, options, camera=self.devices.video_capture is None)
         self._check = preflight(options, self.devices)
         if self._check.warning is not None:
             progress.warn(self._check.warning)
