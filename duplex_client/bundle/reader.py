@@ -35,6 +35,8 @@ class BundleError(UsageError):
 
 def check_bundle(path: Path) -> BundleLayout:
     """The layout of the bundle at `path`; `BundleError` unless it is a folder with a timeline."""
+    if path.exists() and not path.is_dir():
+        raise BundleError(f"{path}: a file, not a run bundle (give the run's folder)")
     if not path.is_dir():
         raise BundleError(f"{path}: no such directory")
     layout = BundleLayout(path)

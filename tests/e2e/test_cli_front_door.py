@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -170,3 +173,81 @@ async def test_a_server_requiring_video_refuses_audio_only_input_as_usage(tmp_pa
     result = load(run, "result.json")
     assert result["exit_code"] == 2 and "requires video" in result["error"]
     assert load(run, "input_timeline.json")["appends"] == []
+
+
+async def test_interrupted_json_prints_the_result_and_the_line_names_the_bundle(
+    tmp_path: Path,
+) -> None:
+    wav = write_wav(tmp_path / "long.wav", b"\x10\x00" * 16000 * 30)
+    run = tmp_path / "run"
+    proc = await asyncio.create_subprocess_exec(
+        CLI, "stream", "--input-audio", str(wav), "--json", "--output-dir", str(run),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV,
+    )  # fmt: skip
+    try:
+        for _ in range(300):  # until the session streams
+            if (run / "events.jsonl").exists() and (run / "events.jsonl").stat().st_size:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 130, err.decode()
+    printed = json.loads(out)
+    assert printed == load(run, "result.json") and printed["status"] == "interrupted"
+    line = err.decode().strip().splitlines()[-1]
+    assert line == f"interrupted: the bundle keeps everything received so far ({run})"
+
+
+def test_messages_match_the_readme_table(bundle: Path, tmp_path: Path) -> None:
+    wav = tmp_path / "q.wav"
+    write_wav(wav, _tone(1000))
+    bogus = cli("stream", "--input-audio", str(wav), "--preset", "bogus")
+    _one_line(bogus, 2, "error: Invalid value for '--preset': 'bogus' is not one of 'minicpmo'")
+    assert "Value error" not in bogus.stderr
+    late = tmp_path / "late.json"
+    late.write_text('[{"start_ms": 5000, "end_ms": 6000}]')
+    _one_line(
+        cli("stream", "--input-audio", str(wav), "--annotations", str(late), "-q"),
+        2,
+        f"--annotations: {late}: segment 0 starts at 5000 ms, after the media ends (1000 ms)",
+    )
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a picture")
+    image = ["stream", "--input-image", str(notes), "-q"]
+    _one_line(cli(*image), 2, "an image alone has no length: add --input-audio or --tail-sil")
+    _one_line(cli(*image, "--tail-silence-s", "1"), 2, f"{notes}: not an image OpenCV can read")
+    _one_line(cli("report", str(wav)), 2, f"{wav}: a file, not a run bundle")
+    for command in ("", "stream", "eval", "report", "devices", "check"):
+        shown = cli(*command.split(), "--help").stdout
+        assert not re.search(r"<(bool|int|str|path|list\[Path\])>", shown), (command, shown)
+
+
+async def test_a_plain_http_server_and_tls_to_it_say_what_they_are(tmp_path: Path) -> None:
+    """An HTTP/1.0 server (`python -m http.server`) answering 404, and https:// to it."""
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        first = (await asyncio.wait_for(server.stdout.readline(), 20)).decode()
+        port = re.search(r"port (\d+)", first).group(1)  # type: ignore[union-attr]
+        wav = write_wav(tmp_path / "q.wav", _tone(500))
+        run = tmp_path / "run"
+        plain = await run_cli(
+            "--url", f"http://127.0.0.1:{port}/nothing", "--input-audio", str(wav), "-q",
+            "--output-dir", str(run),
+        )  # fmt: skip
+        _one_line(plain, 1, "server rejected the WebSocket upgrade with HTTP 404 (no WebSocket")
+        check = await asyncio.to_thread(cli, "check", f"https://127.0.0.1:{port}", "--json")
+        assert check.returncode == 1
+        assert "TLS handshake failed" in check.stderr + check.stdout
+        assert "(is it a plain http:// server?)" in check.stderr + check.stdout
+    finally:
+        server.terminate()
+        await server.wait()
