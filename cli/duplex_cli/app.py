@@ -77,16 +77,17 @@ def version() -> None:
 def main() -> None:
     """Console-script entry point: a usage error (a bad choice, an unknown flag) is one
     `error:` line on stderr and exit 2, as every other refused input is."""
-    # typer's own click: `typer.BadParameter` is public, its base classes are not.
-    from typer._click.exceptions import NoArgsIsHelpError, UsageError
-
+    # click's `UsageError` (typer's own copy in recent typer): `BadParameter`'s base.
+    usage: type[Exception] = next(
+        c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
+    )
     try:
         code = app(standalone_mode=False)
-    except NoArgsIsHelpError as exc:  # `duplex-cli` alone: typer printed the help
-        sys.exit(exc.exit_code)
-    except UsageError as exc:
-        note(stderr_console(), "error", "red", usage_line(exc))
-        sys.exit(exc.exit_code)
+    except usage as exc:
+        # `duplex-cli` alone: typer printed the help (typer tells it by name, as here)
+        if type(exc).__name__ != "NoArgsIsHelpError":
+            note(stderr_console(), "error", "red", usage_line(exc))
+        sys.exit(getattr(exc, "exit_code", 2))
     except typer.Abort:
         note(stderr_console(), "error", "red", "aborted")
         sys.exit(1)
