@@ -80,6 +80,51 @@ def _settle(task: asyncio.Task[T], outcome: Future[T]) -> None:
         outcome.set_result(task.result())
 
 
+#: How long an interrupted blocking run may take to finish its record (its bundle) after
+#: the cancel, before the caller gets its KeyboardInterrupt anyway.
+FINISH_AFTER_CANCEL_S = 30.0
+
+
+def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to its end and return its result, from any thread.
+
+    Without a running event loop this is `asyncio.run(coro)`. Inside one (a Jupyter cell,
+    whose kernel runs a loop) it runs on a worker thread with a loop of its own and blocks
+    the caller meanwhile, as a blocking call does. An interrupt of the caller (the notebook's
+    stop button) cancels the run, waits for it to finish its record, and is raised.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    running: Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = Future()
+    outcome: Future[T] = Future()
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        running.set_result((asyncio.get_running_loop(), task))
+        return await coro
+
+    def work() -> None:
+        try:
+            outcome.set_result(asyncio.run(main()))
+        except BaseException as exc:  # the caller's thread raises it
+            outcome.set_exception(exc)
+
+    threading.Thread(target=work, name="duplex-blocking", daemon=True).start()
+    try:
+        return outcome.result()
+    except BaseException:
+        if not outcome.done() and running.done():
+            loop, task = running.result()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(BaseException):
+                outcome.result(FINISH_AFTER_CANCEL_S)
+        raise
+
+
 def _blocking(
     method: Callable[Concatenate[DuplexClient, P], Coroutine[Any, Any, T]],
 ) -> Callable[Concatenate[SyncDuplexClient, P], T]:

@@ -91,8 +91,11 @@ class EvalResult:
 
 
 def run_eval(items: str | os.PathLike[str] | Sequence[EvalItem], **kw: Any) -> EvalResult:
-    """Blocking `run_eval_async` for scripts and notebooks without a running loop."""
-    return asyncio.run(run_eval_async(items, **kw))
+    """Blocking `run_eval_async` for scripts and notebooks (inside a running event loop, a
+    Jupyter cell, it runs on a worker thread with its own loop)."""
+    from duplex_client.client.sync import run_blocking
+
+    return run_blocking(run_eval_async(items, **kw))
 
 
 async def run_eval_async(
