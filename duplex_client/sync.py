@@ -1,5 +1,5 @@
 """Blocking facade for scripts and notebooks: `with SyncDuplexClient(url) as c: ...`."""
 
-from duplex_client.client.sync import SyncDuplexClient, run_blocking
+from duplex_client.client.sync import SyncDuplexClient, SyncResponseHandle, run_blocking
 
-__all__ = ["SyncDuplexClient", "run_blocking"]
+__all__ = ["SyncDuplexClient", "SyncResponseHandle", "run_blocking"]
