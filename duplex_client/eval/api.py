@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duplex_client.bundle.eval_layout import EVAL_FILE, FDB_EXPORT_DIR
+from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.item import EvalItem
@@ -59,6 +60,46 @@ class EvalResult:
     #: Items not run to a final status (they run when the eval is started again).
     unfinished: int = 0
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, output_dir: str | os.PathLike[str]) -> EvalResult:
+        """Reopen a finished eval from its directory (read by `bundle.reader`): the summary
+        rows, each item's record from its bundle, the aggregate recomputed from them.
+
+        Not an eval directory (no `summary.jsonl`): `BundleError` (a `UsageError`), one line.
+        An item whose bundle cannot be read keeps its summary row and gets a note.
+        """
+        from duplex_client.bundle.eval_layout import SUMMARY_COLUMNS
+        from duplex_client.bundle.reader import read_optional, read_summary_rows
+
+        out = Path(output_dir)
+        rows = read_summary_rows(out)
+        settings = (read_optional(out / EVAL_FILE) or {}).get("settings") or {}
+        records, notes = [], []
+        for row in rows:
+            bundle = str(row.get("bundle") or "")
+            side = read_optional(BundleLayout(out / bundle).eval_item) or {}
+            try:
+                records.append(
+                    ItemRecord.from_bundle(
+                        out / bundle,
+                        id=str(row.get("id")),
+                        repeat=row.get("repeat"),
+                        endpoint=row.get("endpoint"),
+                        attempts=int(row.get("attempts") or 1),
+                        expected=row.get("expected"),
+                        extra={k: v for k, v in row.items() if k not in SUMMARY_COLUMNS},
+                        bundle=bundle,
+                        previous_errors=tuple(side.get("previous_errors", ())),
+                    )
+                )
+            except (ValueError, OSError) as exc:
+                notes.append(f"{bundle or row.get('id')}: not reopened ({exc})")
+        lateness = settings.get("max_lateness_ms")
+        summary = EvalSummary(records, **({"max_lateness_ms": lateness} if lateness else {}))
+        agg = summary.aggregate()
+        code = EXIT_FAILED if any(r.get("ok") is not True for r in rows) else EXIT_OK
+        return cls(out, agg, list(summary.records), rows, code, notes=notes)
 
     def frame(self) -> pd.DataFrame:
         """The summary rows as a pandas DataFrame (needs the `notebook` extra, for pandas)."""
