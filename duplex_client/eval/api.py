@@ -22,6 +22,7 @@ from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.item import EvalItem
+from duplex_client.eval.item_run import ItemOutcome
 from duplex_client.eval.items import load_items, select_items
 from duplex_client.eval.runner import (
     EvalProgress,
@@ -60,6 +61,8 @@ class EvalResult:
     #: Items not run to a final status (they run when the eval is started again).
     unfinished: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Item runs the eval had to do (items × repeats), finished or not.
+    total: int = 0
 
     @classmethod
     def load(cls, output_dir: str | os.PathLike[str]) -> EvalResult:
@@ -99,7 +102,7 @@ class EvalResult:
         summary = EvalSummary(records, **({"max_lateness_ms": lateness} if lateness else {}))
         agg = summary.aggregate()
         code = EXIT_FAILED if any(r.get("ok") is not True for r in rows) else EXIT_OK
-        return cls(out, agg, list(summary.records), rows, code, notes=notes)
+        return cls(out, agg, list(summary.records), rows, code, notes=notes, total=len(rows))
 
     def frame(self) -> pd.DataFrame:
         """The summary rows as a pandas DataFrame (needs the `notebook` extra, for pandas)."""
@@ -125,6 +128,7 @@ class EvalResult:
             "output_dir": str(self.output_dir),
             "exit_code": self.exit_code,
             "error": self.error,
+            "total": self.total,
             "unfinished": self.unfinished,
             "aggregate": self.summary,
             "notes": self.notes,
@@ -228,6 +232,12 @@ async def run_eval_async(
                 "run: run the same command again to resume"
             )
         summary = await run.write_summary()
+        again = sum(1 for r in summary.records if ItemOutcome.from_result(r.result).rerun)
+        if again:
+            progress.notes.append(
+                f"{again} item(s) failed for their endpoint's reasons (refused, dropped, a "
+                "server that died): the same command run again runs them again"
+            )
     if export == "fdb":
         notes = await asyncio.to_thread(_export_fdb, summary, chosen, out, export_dir, repeat)
         progress.notes.extend(notes)
@@ -236,7 +246,7 @@ async def run_eval_async(
         code = EXIT_FAILED
     return EvalResult(
         out, agg, list(summary.records), summary.rows, code, error, run.unfinished,
-        list(progress.notes),
+        list(progress.notes), total=len(jobs),
     )  # fmt: skip
 
 
@@ -342,7 +352,24 @@ async def _endpoints(
                 endpoint.model = (
                     await with_listed_model(endpoint.url, options, notes.append)
                 ).model
+        if urls and settings.concurrency > 1:
+            await _ask_session_limits(pool, options, settings.concurrency, notes)
         yield pool, executor
+
+
+async def _ask_session_limits(
+    pool: EndpointPool, options: RunOptions, concurrency: int, notes: list[str]
+) -> None:
+    """Each endpoint's session limit, asked before any item runs (`admission`)."""
+    from duplex_client.eval.admission import session_limit
+
+    for endpoint in pool.endpoints:
+        endpoint.limit = await session_limit(endpoint.url, options, endpoint.model or options.model)
+        if endpoint.limit is not None and endpoint.limit < concurrency:
+            notes.append(
+                f"endpoint {endpoint.label} holds {endpoint.limit} session at a time "
+                f"(supports_multi_session: false): its items run one by one, not {concurrency}"
+            )
 
 
 def _export_fdb(

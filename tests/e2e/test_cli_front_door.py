@@ -15,6 +15,7 @@ import pytest
 
 from duplex_client.server import ReferenceServer, Script
 from duplex_client.server.config import speech_available
+from tests.e2e.eval_support import eval_cli, rows, servers, write_script
 from tests.e2e.helpers import CLI, ENV, load, run_cli
 from tests.integration.live.helpers import write_wav
 
@@ -251,3 +252,45 @@ async def test_a_plain_http_server_and_tls_to_it_say_what_they_are(tmp_path: Pat
     finally:
         server.terminate()
         await server.wait()
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three 1 s WAVs: a three-item eval."""
+    root = tmp_path_factory.mktemp("clips")
+    for name in ("a", "b", "c"):
+        write_wav(root / f"{name}.wav", _tone(1000))
+    return root
+
+
+def test_eval_on_a_one_session_server_holds_items_back_instead_of_failing(
+    clips: Path, tmp_path: Path
+) -> None:
+    """`--concurrency 2` against a server that holds one session: asked first, run one by
+    one; nothing refused, no endpoint fault, and the count is the eval's."""
+    script = write_script(tmp_path / "script.json")
+    out = tmp_path / "eval"
+    with servers(script, max_sessions=1) as (server,):
+        done = eval_cli(str(clips), "--output-dir", str(out), "--url", server.url,
+                        "--concurrency", "2")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [r["ok"] for r in rows(out)] == [True, True, True]
+    assert "holds 1 session at a time (supports_multi_session: false)" in done.stderr
+    assert "eval 3 item(s): 3 ok, 0 failed" in done.stdout + done.stderr
+    assert "down" not in done.stderr and "failed (" not in done.stderr
+
+
+def test_items_failed_by_a_dead_endpoint_run_again_on_resume(clips: Path, tmp_path: Path) -> None:
+    """Without `--rerun-failed`: the item that failed because nothing answered runs again."""
+    out = tmp_path / "eval"
+    args = [str(clips), "--output-dir", str(out), "--retries", "0"]
+    down = eval_cli(*args, "--url", "ws://127.0.0.1:9")
+    assert down.returncode == 1, down.stderr
+    assert "eval 3 item(s): 0 ok, 1 failed" in down.stdout + down.stderr
+    assert "2 not run" in down.stdout + down.stderr
+    assert "1 item(s) failed for their endpoint's reasons" in down.stderr
+    script = write_script(tmp_path / "script.json")
+    with servers(script) as (server,):
+        again = eval_cli(*args, "--url", server.url)
+    assert again.returncode == 0, again.stderr
+    assert [r["ok"] for r in rows(out)] == [True, True, True]
