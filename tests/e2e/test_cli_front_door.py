@@ -156,6 +156,13 @@ def test_live_with_a_missing_mic_file_exits_2_without_a_bundle(tmp_path: Path) -
     )
     args = ["--no-mic", "--camera-file", str(missing), "--no-playback", "--output-dir", str(run)]
     _one_line(cli("live", *args), 2, f"{missing}: no such file")
+    wav = write_wav(tmp_path / "q.wav", _tone(500))
+    aura = ["--preset", "aura", "--mic-file", str(wav), "--no-camera", "--no-playback"]
+    _one_line(
+        cli("live", *aura, "--output-dir", str(run)),
+        2,
+        "--preset aura (AURA-style) requires video on every unit: --no-camera would send nothing",
+    )
     assert not run.exists()
 
 

@@ -33,6 +33,7 @@ from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
 from duplex_client.run.sources.devices.session import LiveSession
+from duplex_client.usage import UsageError
 
 #: Request-local errors that live races can cause without harm; listed, not failures.
 BENIGN_ERRORS = frozenset({"playback_ack_too_late", "response_not_active"})
@@ -102,17 +103,35 @@ def check_files(options: RunOptions, *, camera: bool = True) -> None:
 
     `camera` False: an injected capture factory opens `camera_file` its own way.
     """
+    from duplex_client.families import preset_family
     from duplex_client.media import open_audio
     from duplex_client.media.errors import MediaError
     from duplex_client.media.probe import probe
 
     if options.mic_file and not options.no_mic:
         open_audio(options.mic_file)  # the same checks as `stream --input-audio`
+    if needs_video(options) and options.no_camera:
+        chosen = preset_family(options.preset_name())
+        assert chosen is not None
+        raise UsageError(
+            f"preset {chosen.name} ({chosen.title}) requires video on every unit: "
+            "no_camera would send nothing (use a camera or camera_file)",
+            param="preset",
+            keywords=("preset", "no_camera", "camera_file"),
+        )
     if camera and options.camera_file and not options.no_camera:
         info = probe(options.camera_file)
         if info.video is None or not info.video.decodable:
             kinds = ", ".join(s.kind for s in info.streams) or "none"
             raise MediaError(options.camera_file, f"has no video stream (streams: {kinds})")
+
+
+def needs_video(options: RunOptions) -> bool:
+    """Whether the options' preset names a family that requires video on every unit."""
+    from duplex_client.families import preset_family
+
+    chosen = preset_family(options.preset_name())
+    return chosen is not None and "video" in chosen.required_modalities
 
 
 def controls_for(options: RunOptions) -> LiveControls:
@@ -200,7 +219,8 @@ class DeviceSource:
             link.client,
             mic,
             camera=camera,
-            camera_optional=o.camera is None and o.camera_file is None,
+            # a family that needs video on every unit would send nothing without one
+            camera_optional=o.camera is None and o.camera_file is None and not needs_video(o),
             player=player,
             sync=link.listening.sync,
             turn=o.turn,
