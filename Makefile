@@ -5,11 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run test lint typecheck unit bench clean distclean
+.PHONY: help install run next test lint typecheck unit bench clean distclean
 
 help:
 	@echo "make install    create .venv and install the client, the CLI and the dev extras"
 	@echo "make run        stream examples/sample.mp4 to the embedded server (bundle in runs/)"
+	@echo "make next       what to try after make run (report, eval)"
 	@echo "make test       lint, typecheck and the whole test suite"
 	@echo "make lint | typecheck | unit | bench"
 	@echo "make clean      remove .venv and the tool caches (.mypy_cache .pytest_cache"
@@ -28,6 +29,16 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/duplex-cli stream --input-video examples/sample.mp4 --tail-silence-s 1
+	@$(MAKE) --no-print-directory next
+
+# What to try after `make run`, with the newest bundle's path (runs/<time> before any run).
+next:
+	@last=$$(ls -1td runs/*/ 2>/dev/null | head -n 1); last=$${last%/}; \
+	echo ""; \
+	echo "duplex-cli is in $(BIN)/ (or: . $(BIN)/activate). Next, try:"; \
+	echo "  $(BIN)/duplex-cli report $${last:-runs/<time>}    # the run as one HTML page"; \
+	echo "  $(BIN)/duplex-cli eval examples --output-dir evals/sample --tail-silence-s 1"; \
+	echo "  $(BIN)/duplex-cli stream --help    # your own clip, a real server (--url)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

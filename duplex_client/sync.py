@@ -1,5 +1,5 @@
 """Blocking facade for scripts and notebooks: `with SyncDuplexClient(url) as c: ...`."""
 
-from duplex_client.client.sync import SyncDuplexClient
+from duplex_client.client.sync import SyncDuplexClient, SyncResponseHandle, run_blocking
 
-__all__ = ["SyncDuplexClient"]
+__all__ = ["SyncDuplexClient", "SyncResponseHandle", "run_blocking"]

@@ -27,9 +27,11 @@ Opt = typer.Option
 
 def devices_command(
     cameras: Annotated[
-        int, Opt(help="Camera indexes to probe (0..N-1); 0 skips cameras.")
+        int, Opt(metavar="N", help="Camera indexes to probe (0..N-1); 0 skips cameras.")
     ] = DEFAULT_CAMERA_PROBES,
-    json_output: Annotated[bool, Opt("--json", help="Print the lists as JSON.")] = False,
+    json_output: Annotated[
+        bool, Opt("--json", metavar="", help="Print the lists as JSON.")
+    ] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:

@@ -140,26 +140,30 @@ class LivePanel:
 
 
 def heard_latency(result: RunResult) -> str:
-    """User end → heard answer, p50 and max over turns, and where the user end came from."""
+    """The headline: user turn end → first heard answer (p50, max), follow-up answers apart."""
     if result.timing != "realtime":
         return "- (not real-time paced: no listener clock)"
     metrics = result.metrics or {}
-    latency = metrics.get("latency_ms") or {}
     source = metrics.get("user_end_source", "none")
-    if not latency.get("count"):
+    first = metrics.get("first_answer_latency_ms") or {}
+    if not first.get("count"):
         turns = len(result.turns or [])
         why = "user speech unknown" if source == "none" else "no answer heard after user speech"
         return f"- ({turns} turns, {why})"
+    to = "" if metrics.get("latency_to") != "first_audio" else ", to first audio received"
+    parts = [
+        f"first answer p50 {_ms(first['p50'])}, max {_ms(first['max'])} "
+        f"({first['count']} user turn(s) answered, user end from {source}{to})"
+    ]
+    later = metrics.get("follow_up_latency_ms") or {}
+    if later.get("count"):
+        parts.append(
+            f"{later['count']} follow-up answer(s) p50 {_ms(later['p50'])}, max {_ms(later['max'])}"
+        )
     unanswered = metrics.get("unanswered_turns")
-    tail = "" if not unanswered else f"; {unanswered} user turn(s) unanswered"
-    first = metrics.get("first_answer_latency_ms") or {}
-    firsts = ""
-    if first.get("count"):
-        firsts = f"; first answer p50 {_ms(first['p50'])}, max {_ms(first['max'])}"
-    return (
-        f"p50 {_ms(latency['p50'])}, max {_ms(latency['max'])} "
-        f"({latency['count']} turns, user end from {source}{firsts}{tail})"
-    )
+    if unanswered:
+        parts.append(f"{unanswered} user turn(s) unanswered")
+    return "; ".join(parts)
 
 
 def print_summary(console: Console, result: RunResult) -> None:

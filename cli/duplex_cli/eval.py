@@ -10,10 +10,18 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperCommand
 
 from duplex_cli.eval_display import EvalDisplay, print_eval_summary
-from duplex_cli.options import OUTPUT, SERVER, JsonOpt, QuietOpt, VerboseOpt, _opt, choices
+from duplex_cli.options import (
+    OUTPUT,
+    SERVER,
+    Command,
+    JsonOpt,
+    QuietOpt,
+    VerboseOpt,
+    _opt,
+    choices,
+)
 from duplex_cli.run_flags import takes_run_flags
 from duplex_cli.running import (
     Stopped,
@@ -49,7 +57,7 @@ class Export(StrEnum):
     fdb = "fdb"
 
 
-class EvalCommand(TyperCommand):
+class EvalCommand(Command):
     """The eval command: a bare `--ray` (no address after it) means a local Ray."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:

@@ -91,8 +91,9 @@ def _ms(value: float | None) -> str:
 def print_eval_summary(console: Console, result: EvalResult) -> None:
     """The aggregate: counts, then latency / server / overlap / gap percentiles."""
     agg = result.summary
+    total = result.total or agg["items"] + result.unfinished
     console.print(
-        f"[bold]eval[/] {agg['items']} item(s): {agg['ok']} ok, {agg['failed']} failed, "
+        f"[bold]eval[/] {total} item(s): {agg['ok']} ok, {agg['failed']} failed, "
         f"{agg['timing_invalid']} timing-invalid (> {agg['max_lateness_ms']:g} ms)"
         + (f", {result.unfinished} not run" if result.unfinished else "")
     )

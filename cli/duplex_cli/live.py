@@ -225,10 +225,9 @@ def live_command(
         options.validate(inputs="devices")
         controls = controls_for(options)
         result = asyncio.run(_main(url, options, progress, controls, keys, show))
-    except Exception as exc:  # classified: usage (2), stopped (143/129), a bug (1)
-        raise fail(exc, verbose=verbose, err=err) from None
-    except KeyboardInterrupt as exc:
-        raise fail(exc, verbose=verbose, err=err) from None
+    except (Exception, KeyboardInterrupt) as exc:  # usage (2), stopped (130/143/129), bug (1)
+        kept, as_json = progress.bundle_dir, json_output
+        raise fail(exc, verbose=verbose, err=err, bundle=kept, json_output=as_json) from None
     finally:
         keys.stop()
     log_result(result)

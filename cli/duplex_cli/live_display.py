@@ -64,7 +64,7 @@ def render_live(p: RunProgress) -> RenderableType:
     if p.latency_p50_ms is not None and p.latency_max_ms is not None:
         latency += f" (p50 {p.latency_p50_ms:.0f}, max {p.latency_max_ms:.0f})"
     assistant = Text(p.decision, style="bold cyan")
-    assistant.append(f"   heard latency {latency}")
+    assistant.append(f"   response latency {latency}")
     if p.audible:
         assistant.append("   ♪ playing", style="green")
     grid.add_row("assistant", assistant)
@@ -78,6 +78,19 @@ def render_live(p: RunProgress) -> RenderableType:
     body += [Text(f"⚠ {w}", style="yellow") for w in p.warnings]
     body.append(Text(KEY_HELP["ptt" if p.turn == "ptt" else "other"], style="dim"))
     return Panel(Group(*body), title=f"duplex-cli live · {p.phase}", border_style="magenta")
+
+
+def response_latency(result: RunResult) -> str:
+    """The panel's figure: input complete → first sample played (received, nothing played)."""
+    figures = result.latencies_ms
+    last, median = figures.get("last_response_heard"), figures.get("median_response_heard")
+    if last is None or median is None:
+        return "-"
+    to = "played" if result.counts.get("played_ms") else "received"
+    return (
+        f"last {last:.0f} ms, median {median:.0f} ms "
+        f"(from the input being complete to the first audio {to})"
+    )
 
 
 def print_live_summary(console: Console, result: RunResult) -> None:
@@ -102,6 +115,7 @@ def print_live_summary(console: Console, result: RunResult) -> None:
             f"{c.get('interruptions', 0)} interrupted",
         )
     table.add_row("heard latency", heard_latency(result))
+    table.add_row("response latency", response_latency(result))
     if result.transcript:
         table.add_row("transcript", result.transcript)
     table.add_row("bundle", str(result.bundle_dir))

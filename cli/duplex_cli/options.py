@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from duplex_client import families
 
@@ -36,6 +37,38 @@ LivePreset.__doc__ = "Session presets of `live`: `auto` (from `--turn`), then th
 DEFAULT_PRESET = Preset(families.DEFAULT_FAMILY)
 #: `live`'s default preset: chosen from `--turn`.
 AUTO_PRESET = LivePreset("auto")
+
+
+class PlainTypes:
+    """Help without typer's type placeholders: `--help` and flags show no `<bool>`, and
+    arguments (named by their metavar) no `<path>` or `<list[Path]>` beside the name."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """typer's `--help`, with an empty metavar (it takes no value)."""
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and option.metavar is None:
+            option.metavar = ""
+        return option
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        """The parameters, each argument's type column left empty (its metavar names it)."""
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if isinstance(param, TyperArgument):
+                param.display_type_rich = _no_type  # type: ignore[method-assign]
+        return params
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+class Command(PlainTypes, TyperCommand):
+    """Every `duplex-cli` command: typer's, with plain help (`PlainTypes`)."""
+
+
+class Group(PlainTypes, TyperGroup):
+    """The `duplex-cli` group: typer's, with plain help (`PlainTypes`)."""
 
 
 def default_models_help() -> str:

@@ -102,10 +102,9 @@ def replay_command(
     }
     try:
         result = asyncio.run(_main(bundle, url, kwargs, progress))
-    except KeyboardInterrupt as exc:
-        raise fail(exc, verbose=verbose, err=err) from None
-    except Exception as exc:  # usage (2), stopped (143/129), a bug (1)
-        raise fail(exc, verbose=verbose, err=err) from None
+    except (Exception, KeyboardInterrupt) as exc:  # usage (2), stopped (130/143/129), bug (1)
+        kept, as_json = progress.bundle_dir, json_output
+        raise fail(exc, verbose=verbose, err=err, bundle=kept, json_output=as_json) from None
     comparison = compare(bundle, result)
     if json_output:
         doc = {**result.to_dict(), "replay_of": str(bundle), **comparison}

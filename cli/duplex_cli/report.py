@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -55,14 +56,48 @@ def report_command(
     """Write a self-contained HTML page (no network needed) of a run, two runs or an eval."""
     err = stderr_console()
     try:
+        for target, flag in ((output, "-o"), (png, "--png")):
+            check_target(target, flag)
         written = _write(paths, output, png, thumbnails=not no_thumbnails)
     except (ReportInputError, ImportError) as exc:
         note(err, "error", "red", str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    except OSError as exc:
+        asked = _asked_target(exc, ((output, "-o"), (png, "--png")))
+        if asked is None:  # not where the report was asked to go: classified by fail()
+            raise fail(exc, verbose=verbose, err=err) from None
+        note(err, "error", "red", f"{asked}: cannot write there ({exc.strerror or exc})")
         raise typer.Exit(EXIT_USAGE) from None
     except Exception as exc:  # classified and reported in one line by fail()
         raise fail(exc, verbose=verbose, err=err) from None
     for path in written:
         typer.echo(str(path))
+
+
+def check_target(path: Path | None, flag: str) -> None:
+    """`ReportInputError` (one line, exit 2) before any work when `path` cannot be written."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise ReportInputError(f"{flag} {path}: is a directory: give the file to write")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ReportInputError(f"{flag} {path}: cannot write there ({folder} is not a directory)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ReportInputError(f"{flag} {path}: cannot write there (permission denied on {folder})")
+
+
+def _asked_target(exc: OSError, targets: tuple[tuple[Path | None, str], ...]) -> str | None:
+    """`-o PATH` / `--png PATH` when an OS error was about that file (or its temporary twin)."""
+    if not exc.filename:
+        return None
+    failed = Path(os.fsdecode(exc.filename)).absolute()
+    for target, flag in targets:
+        if target is not None and failed.parent == target.absolute().parent:
+            return f"{flag} {target}"
+    return None
 
 
 def _write(

@@ -19,12 +19,14 @@ import signal
 import sys
 import traceback
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
+from duplex_client.bundle.layout import RESULT_FILE
 from duplex_client.eval.runner import EvalProgress
 from duplex_client.media.devices.lookup import DeviceError
 from duplex_client.media.errors import MediaError
@@ -172,14 +174,27 @@ def note(err: Console, label: str, style: str, message: str) -> None:
     err.print(Text.assemble((label, style), f": {message}"))
 
 
-def fail(exc: BaseException, *, verbose: bool, err: Console) -> typer.Exit:
-    """Report an exception that escaped a command: classified, one line, the exit code."""
-    if isinstance(exc, KeyboardInterrupt):
-        note(err, "interrupted", "yellow", "the bundle keeps everything received so far")
-        return typer.Exit(EXIT_INTERRUPTED)
-    if isinstance(exc, Stopped):
-        note(err, exc.reason, "yellow", "the bundle keeps everything received so far")
-        return typer.Exit(exc.exit_code)
+def fail(
+    exc: BaseException,
+    *,
+    verbose: bool,
+    err: Console,
+    bundle: Path | None = None,
+    json_output: bool = False,
+) -> typer.Exit:
+    """Report an exception that escaped a command: classified, one line, the exit code.
+
+    A stopped run names its `bundle`, and with `json_output` prints the `result.json` it
+    finished, as a run that ended by itself does.
+    """
+    if isinstance(exc, KeyboardInterrupt | Stopped):
+        reason = exc.reason if isinstance(exc, Stopped) else "interrupted"
+        kept = "the bundle keeps everything received so far"
+        note(err, reason, "yellow", kept if bundle is None else f"{kept} ({bundle})")
+        if json_output and bundle is not None:
+            with contextlib.suppress(OSError, ValueError):
+                print_json(json.loads((bundle / RESULT_FILE).read_text(encoding="utf-8")))
+        return typer.Exit(exc.exit_code if isinstance(exc, Stopped) else EXIT_INTERRUPTED)
     if isinstance(exc, USAGE_ERRORS):
         note(err, "error", "red", usage_message(exc))
         return typer.Exit(EXIT_USAGE)

@@ -40,10 +40,9 @@ def stream_command(
                 result = asyncio.run(_main(url, options, progress))
         else:
             result = asyncio.run(_main(url, options, progress))
-    except Exception as exc:  # classified: usage (2), stopped (143/129), a bug (1)
-        raise fail(exc, verbose=verbose, err=err) from None
-    except KeyboardInterrupt as exc:
-        raise fail(exc, verbose=verbose, err=err) from None
+    except (Exception, KeyboardInterrupt) as exc:  # usage (2), stopped (130/143/129), bug (1)
+        kept, as_json = progress.bundle_dir, json_output
+        raise fail(exc, verbose=verbose, err=err, bundle=kept, json_output=as_json) from None
     log_result(result)
     _report(result, json_output=json_output, quiet=quiet, err=err)
     raise typer.Exit(result.exit_code)

@@ -73,8 +73,14 @@ def build_turns(
     user_speech: Sequence[SpeechSegment],
     source: UserEndSource,
     unit_sent_ms: Mapping[int, float],
+    *,
+    played: bool = True,
 ) -> list[Turn]:
-    """The turn rows; `unit_sent_ms` maps a unit index to the send time of its closing append."""
+    """The turn rows; `unit_sent_ms` maps a unit index to the send time of its closing append.
+
+    `played` False: nothing played the answers (live without a speaker), so each latency
+    ends at the answer's first audio received instead of its first heard sample.
+    """
     turns = []
     for f in responses:
         span = spans.get(f.response_id)
@@ -82,6 +88,7 @@ def build_turns(
         if source != "none" and f.decided_ms is not None:
             user_end = user_end_before(user_speech, f.decided_ms)
         start = span.heard_start_ms if span else None
+        answered = start if played else f.first_audio_ms
         sent = unit_sent_ms.get(f.unit_index) if f.unit_index is not None else None
         turns.append(
             Turn(
@@ -96,8 +103,8 @@ def build_turns(
                 cut=span.cut if span else None,
                 user_end_ms=_round(user_end),
                 user_end_source=source if user_end is not None else "none",
-                latency_ms=_round(start - user_end)
-                if start is not None and user_end is not None
+                latency_ms=_round(answered - user_end)
+                if answered is not None and user_end is not None
                 else None,
                 server_ms=_round(f.first_audio_ms - sent)
                 if f.first_audio_ms is not None and sent is not None
@@ -148,9 +155,13 @@ class TurnMetrics:
         sample_rate_hz: int,
         user_speech: Sequence[SpeechSegment],
         source: UserEndSource,
+        *,
+        played: bool = True,
     ) -> None:
         self.turns = turns
         self.source = source
+        #: False: nothing played the answers; they count from their first audio received.
+        self.played = played
         self.user = [(s.start_ms, s.end_ms) for s in user_speech]
         ms = 1000 / sample_rate_hz
         self.heard: dict[str, list[tuple[float, float]]] = {}
@@ -190,20 +201,35 @@ class TurnMetrics:
                 out.append((start, end))
         return out
 
-    def first_answers(self) -> list[tuple[tuple[float, float], float | None]]:
-        """Each user turn and the heard start of the first response answering it (or None)."""
+    def answers(self) -> list[tuple[tuple[float, float], list[float]]]:
+        """Each user turn and the heard starts of the responses answering it, earliest first
+        (a response answers the user turn its `user_end_ms` falls in)."""
         out = []
         for start, end in self.user_turns():
-            starts = [
-                t.heard_start_ms
+            starts = sorted(
+                at
                 for t in self.turns
-                if t.heard_start_ms is not None
-                and t.heard_ms > 0
+                if (at := self.answer_start(t)) is not None
                 and t.user_end_ms is not None
                 and start <= t.user_end_ms <= end
-            ]
-            out.append(((start, end), min(starts) if starts else None))
+            )
+            out.append(((start, end), starts))
         return out
+
+    def answer_start(self, turn: Turn) -> float | None:
+        """Where a turn's answer starts for the latency: its first heard sample, or, when
+        nothing played, its first audio received (None: never heard, or no audio)."""
+        if not self.played:
+            return turn.first_audio_ms
+        return turn.heard_start_ms if turn.heard_ms > 0 else None
+
+    def first_answers(self) -> list[tuple[tuple[float, float], float | None]]:
+        """Each user turn and the heard start of the first response answering it (or None)."""
+        return [(turn, starts[0] if starts else None) for turn, starts in self.answers()]
+
+    def follow_ups(self) -> list[float]:
+        """From a user turn's end to each later answer to the same turn (the first excluded)."""
+        return [heard - end for (_, end), starts in self.answers() for heard in starts[1:]]
 
     def unanswered(self) -> int | None:
         """User turns no heard response answered (None without user speech)."""
@@ -220,12 +246,14 @@ class TurnMetrics:
         return {
             "turns": len(self.turns),
             "user_end_source": self.source,
+            "latency_to": "heard" if self.played else "first_audio",
             "user_speech_segments": len(self.user) if self.source != "none" else None,
             "user_turns": len(self.user_turns()) if self.source != "none" else None,
             "latency_ms": summarize(latency),
             "first_answer_latency_ms": summarize(
                 [heard - end for (_, end), heard in self.first_answers() if heard is not None]
             ),
+            "follow_up_latency_ms": summarize(self.follow_ups()),
             "server_ms": summarize(server),
             "overlap_ms": summarize([self.overlap_ms(t) for t in heard_turns]),
             "gap_ms": summarize(gaps),

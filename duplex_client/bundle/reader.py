@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.bundle.eval_layout import SUMMARY_JSONL
 from duplex_client.bundle.layout import SCHEMA_VERSION, TIMELINE_FILE, BundleLayout
 from duplex_client.usage import UsageError
 
@@ -35,6 +36,8 @@ class BundleError(UsageError):
 
 def check_bundle(path: Path) -> BundleLayout:
     """The layout of the bundle at `path`; `BundleError` unless it is a folder with a timeline."""
+    if path.exists() and not path.is_dir():
+        raise BundleError(f"{path}: a file, not a run bundle (give the run's folder)")
     if not path.is_dir():
         raise BundleError(f"{path}: no such directory")
     layout = BundleLayout(path)
@@ -90,6 +93,45 @@ def read_timeline(path: Path) -> dict[str, Any]:
     timeline = read_document(layout.timeline)
     check_schema(timeline, path)
     return timeline
+
+
+def read_result(path: Path) -> dict[str, Any]:
+    """The `result.json` of the run bundle at `path` (a bundle of the schema this reads)."""
+    read_timeline(path)
+    return read_document(BundleLayout(path).result)
+
+
+def check_eval_dir(path: Path) -> None:
+    """`BundleError` (one line) unless `path` is a directory with `summary.jsonl`."""
+    if not path.is_dir():
+        raise BundleError(f"{path}: no such directory")
+    if not (path / SUMMARY_JSONL).is_file():
+        raise BundleError(
+            f"{path}: no {SUMMARY_JSONL} (not an eval output, or the eval has not finished "
+            "a summary)"
+        )
+
+
+def read_summary_rows(eval_dir: Path) -> list[dict[str, Any]]:
+    """The rows of an eval directory's `summary.jsonl`, in file order (blank lines skipped)."""
+    check_eval_dir(eval_dir)
+    path = eval_dir / SUMMARY_JSONL
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path}: not readable ({exc})") from None
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            raise BundleError(f"{path} line {number}: not a summary row (a JSON object)")
+        rows.append(row)
+    return rows
 
 
 def read_events(path: Path) -> tuple[list[dict[str, Any]], str | None]:

@@ -154,13 +154,14 @@ def _failure(url: str, exc: Exception, timeout_s: float) -> HttpProbeError:
     if isinstance(exc, httpx.TimeoutException):
         return HttpProbeError(url, f"no answer within {timeout_s:g} s", kind="timeout")
     if isinstance(exc, httpx.ConnectError):
-        return HttpProbeError(url, f"cannot connect: {_connect_detail(exc)}", kind="unreachable")
+        detail = _connect_detail(exc, tls=url.lower().startswith("https:"))
+        return HttpProbeError(url, f"cannot connect: {detail}", kind="unreachable")
     if isinstance(exc, httpx.TooManyRedirects):
         return HttpProbeError(url, f"more than {MAX_REDIRECTS} redirects", kind="redirects")
     return HttpProbeError(url, f"HTTP failure: {exc or type(exc).__name__}", kind="protocol")
 
 
-def _connect_detail(exc: Exception) -> str:
+def _connect_detail(exc: Exception, *, tls: bool = False) -> str:
     """What a failed connect was, from the cause chain (async httpx hides it)."""
     cause: BaseException | None = exc
     seen: set[int] = set()
@@ -170,6 +171,11 @@ def _connect_detail(exc: Exception) -> str:
             return "connection refused (is the server running on that host and port?)"
         if isinstance(cause, socket.gaierror):
             return f"cannot resolve the host ({cause.strerror or cause})"
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate rejected ({cause.verify_message or cause.reason})"
+        if isinstance(cause, ssl.SSLError) or (tls and isinstance(cause, ConnectionResetError)):
+            reason = getattr(cause, "reason", None) or "the server dropped the connection"
+            return f"TLS handshake failed ({reason}) (is it a plain http:// server?)"
         cause = cause.__cause__ or cause.__context__
     text = str(exc) or type(exc).__name__
     if "refused" in text.lower():

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import threading
+import warnings
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import CancelledError, Future
 from types import TracebackType
@@ -80,6 +81,51 @@ def _settle(task: asyncio.Task[T], outcome: Future[T]) -> None:
         outcome.set_result(task.result())
 
 
+#: How long an interrupted blocking run may take to finish its record (its bundle) after
+#: the cancel, before the caller gets its KeyboardInterrupt anyway.
+FINISH_AFTER_CANCEL_S = 30.0
+
+
+def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to its end and return its result, from any thread.
+
+    Without a running event loop this is `asyncio.run(coro)`. Inside one (a Jupyter cell,
+    whose kernel runs a loop) it runs on a worker thread with a loop of its own and blocks
+    the caller meanwhile, as a blocking call does. An interrupt of the caller (the notebook's
+    stop button) cancels the run, waits for it to finish its record, and is raised.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    running: Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = Future()
+    outcome: Future[T] = Future()
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        running.set_result((asyncio.get_running_loop(), task))
+        return await coro
+
+    def work() -> None:
+        try:
+            outcome.set_result(asyncio.run(main()))
+        except BaseException as exc:  # the caller's thread raises it
+            outcome.set_exception(exc)
+
+    threading.Thread(target=work, name="duplex-blocking", daemon=True).start()
+    try:
+        return outcome.result()
+    except BaseException:
+        if not outcome.done() and running.done():
+            loop, task = running.result()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(BaseException):
+                outcome.result(FINISH_AFTER_CANCEL_S)
+        raise
+
+
 def _blocking(
     method: Callable[Concatenate[DuplexClient, P], Coroutine[Any, Any, T]],
 ) -> Callable[Concatenate[SyncDuplexClient, P], T]:
@@ -93,6 +139,51 @@ def _blocking(
 
     call.__doc__ = f"Blocking `{name}`."
     return call
+
+
+async def _event_set(event: threading.Event, poll_s: float = 0.05) -> None:
+    """Complete once `event` is set (polled: an executor thread blocked in `event.wait()`
+    would outlive a session whose event is never set)."""
+    while not event.is_set():
+        await asyncio.sleep(poll_s)
+
+
+class SyncResponseHandle:
+    """A `ResponseHandle` for blocking code: the same fields, `wait()` and `audio()` blocking.
+
+    Every attribute of the async handle reads through (`decision`, `response_id`,
+    `transcript`, `text`, `audio_bytes()`, `audio_since(n)`, `audio_ms`, `played_ms`,
+    `status`, `done`, `metadata`, the `*_at` times); `handle` is the async handle itself.
+    """
+
+    def __init__(self, handle: ResponseHandle, runner: _LoopThread) -> None:
+        self.handle = handle
+        self._runner = runner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+    def __repr__(self) -> str:
+        return f"SyncResponseHandle({self.handle.response_id!r}, decision={self.handle.decision!r})"
+
+    def wait(self, timeout: float | None = None) -> SyncResponseHandle:
+        """Block until the response is done (`TimeoutError` after `timeout` s); returns self."""
+        self._runner.run(self.handle.wait(timeout))
+        return self
+
+    def audio(self, timeout: float | None = None) -> Iterator[bytes]:
+        """PCM16 chunks as they arrive, until the response ends (one consumer at a time, as
+        the async `audio()`); `timeout` bounds the wait for each chunk (`TimeoutError`)."""
+        stream = self.handle.audio()
+        try:
+            while True:
+                try:
+                    yield self._runner.run(anext(stream), timeout)  # type: ignore[arg-type]
+                except StopAsyncIteration:
+                    return
+        finally:
+            with contextlib.suppress(Exception):
+                self._runner.run(stream.aclose())  # type: ignore[attr-defined]
 
 
 class SyncDuplexClient:
@@ -163,17 +254,49 @@ class SyncDuplexClient:
 
     send_function_output = _blocking(DuplexClient.send_function_output)
 
-    def responses(self, timeout: float | None = None) -> Iterator[ResponseHandle]:
-        """Yield response handles as decided, until the session ends (or `timeout` per item)."""
-        iterator = self._c().responses()
-        while True:
-            try:
-                yield self._runner.run(anext(iterator), timeout)  # type: ignore[arg-type]
-            except StopAsyncIteration:
-                return
+    def responses(
+        self,
+        until: threading.Event | None = None,
+        *,
+        idle_s: float | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[SyncResponseHandle]:
+        """Response handles as their decision becomes known, as `DuplexClient.responses`:
+        the iteration ends when the session closes, when `until` (a `threading.Event`) is
+        set, or after `idle_s` seconds without a new one. Handles not taken stay queued.
 
-    def wait(self, handle: ResponseHandle, timeout: float | None = None) -> ResponseHandle:
-        """Block until a response is done."""
+        `timeout` is the old name of `idle_s` (it used to raise `TimeoutError`; now it ends
+        the iteration, as `idle_s` does).
+        """
+        if timeout is not None:
+            warnings.warn(
+                "responses(timeout=) is now responses(idle_s=), which ends the iteration "
+                "instead of raising TimeoutError",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            idle_s = timeout if idle_s is None else idle_s
+        stop = None if until is None else _event_set(until)
+        iterator = self._c().responses(stop, idle_s=idle_s)
+        try:
+            while True:
+                try:
+                    handle: ResponseHandle = self._runner.run(anext(iterator))  # type: ignore[arg-type]
+                except StopAsyncIteration:
+                    return
+                yield SyncResponseHandle(handle, self._runner)
+        finally:
+            close = getattr(iterator, "aclose", None)
+            if close is not None and self.client is not None:
+                with contextlib.suppress(Exception):
+                    self._runner.run(close())
+
+    def wait(
+        self, handle: SyncResponseHandle | ResponseHandle, timeout: float | None = None
+    ) -> SyncResponseHandle | ResponseHandle:
+        """Block until a response is done (the same as `handle.wait(timeout)`)."""
+        if isinstance(handle, SyncResponseHandle):
+            return handle.wait(timeout)
         return self._runner.run(handle.wait(timeout))
 
     def close(self) -> None:

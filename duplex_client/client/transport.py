@@ -175,6 +175,12 @@ class WebSocketTransport:
                 f"{target}: timed out opening the connection (no answer within {open_timeout:g} s)"
             ) from None
         except (OSError, WebSocketException) as exc:
+            old = _old_http_status(exc)
+            if old is not None:  # an HTTP/1.0 server (python -m http.server) answered
+                raise DuplexConnectionError(
+                    f"{target}: server rejected the WebSocket upgrade with HTTP {old}"
+                    f"{_STATUS_HINTS.get(old, _status_hint(old))}"
+                ) from None
             raise DuplexConnectionError(
                 f"{target}: cannot connect: {_describe(exc, url)}"
             ) from None
@@ -212,11 +218,23 @@ def _status_hint(status: int) -> str:
     return " (server error)" if status >= 500 else ""
 
 
+def _old_http_status(exc: BaseException) -> int | None:
+    """The status of an HTTP/1.0 answer websockets refused as "not a valid HTTP response"."""
+    import re
+
+    from websockets.exceptions import InvalidMessage
+
+    if not isinstance(exc, InvalidMessage) or exc.__cause__ is None:
+        return None
+    found = re.search(r"HTTP/1\.[01] (\d{3})\b", str(exc.__cause__))
+    return int(found.group(1)) if found else None
+
+
 def _describe(exc: BaseException, url: str) -> str:
     """One line for a failed connection attempt."""
     from websockets.exceptions import InvalidHandshake
 
-    tls = url.lower().startswith("wss:")
+    tls = url.lower().startswith(("wss:", "https:"))
     if isinstance(exc, ssl_module.SSLCertVerificationError):
         return f"TLS certificate rejected ({exc.verify_message or exc.reason})"
     if isinstance(exc, ssl_module.SSLError):

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duplex_client.bundle.eval_layout import EVAL_FILE, FDB_EXPORT_DIR
+from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.item import EvalItem
+from duplex_client.eval.item_run import ItemOutcome
 from duplex_client.eval.items import load_items, select_items
 from duplex_client.eval.runner import (
     EvalProgress,
@@ -59,6 +61,48 @@ class EvalResult:
     #: Items not run to a final status (they run when the eval is started again).
     unfinished: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Item runs the eval had to do (items × repeats), finished or not.
+    total: int = 0
+
+    @classmethod
+    def load(cls, output_dir: str | os.PathLike[str]) -> EvalResult:
+        """Reopen a finished eval from its directory (read by `bundle.reader`): the summary
+        rows, each item's record from its bundle, the aggregate recomputed from them.
+
+        Not an eval directory (no `summary.jsonl`): `BundleError` (a `UsageError`), one line.
+        An item whose bundle cannot be read keeps its summary row and gets a note.
+        """
+        from duplex_client.bundle.eval_layout import SUMMARY_COLUMNS
+        from duplex_client.bundle.reader import read_optional, read_summary_rows
+
+        out = Path(output_dir)
+        rows = read_summary_rows(out)
+        settings = (read_optional(out / EVAL_FILE) or {}).get("settings") or {}
+        records, notes = [], []
+        for row in rows:
+            bundle = str(row.get("bundle") or "")
+            side = read_optional(BundleLayout(out / bundle).eval_item) or {}
+            try:
+                records.append(
+                    ItemRecord.from_bundle(
+                        out / bundle,
+                        id=str(row.get("id")),
+                        repeat=row.get("repeat"),
+                        endpoint=row.get("endpoint"),
+                        attempts=int(row.get("attempts") or 1),
+                        expected=row.get("expected"),
+                        extra={k: v for k, v in row.items() if k not in SUMMARY_COLUMNS},
+                        bundle=bundle,
+                        previous_errors=tuple(side.get("previous_errors", ())),
+                    )
+                )
+            except (ValueError, OSError) as exc:
+                notes.append(f"{bundle or row.get('id')}: not reopened ({exc})")
+        lateness = settings.get("max_lateness_ms")
+        summary = EvalSummary(records, **({"max_lateness_ms": lateness} if lateness else {}))
+        agg = summary.aggregate()
+        code = EXIT_FAILED if any(r.get("ok") is not True for r in rows) else EXIT_OK
+        return cls(out, agg, list(summary.records), rows, code, notes=notes, total=len(rows))
 
     def frame(self) -> pd.DataFrame:
         """The summary rows as a pandas DataFrame (needs the `notebook` extra, for pandas)."""
@@ -84,6 +128,7 @@ class EvalResult:
             "output_dir": str(self.output_dir),
             "exit_code": self.exit_code,
             "error": self.error,
+            "total": self.total,
             "unfinished": self.unfinished,
             "aggregate": self.summary,
             "notes": self.notes,
@@ -91,8 +136,11 @@ class EvalResult:
 
 
 def run_eval(items: str | os.PathLike[str] | Sequence[EvalItem], **kw: Any) -> EvalResult:
-    """Blocking `run_eval_async` for scripts and notebooks without a running loop."""
-    return asyncio.run(run_eval_async(items, **kw))
+    """Blocking `run_eval_async` for scripts and notebooks (inside a running event loop, a
+    Jupyter cell, it runs on a worker thread with its own loop)."""
+    from duplex_client.client.sync import run_blocking
+
+    return run_blocking(run_eval_async(items, **kw))
 
 
 async def run_eval_async(
@@ -184,6 +232,12 @@ async def run_eval_async(
                 "run: run the same command again to resume"
             )
         summary = await run.write_summary()
+        again = sum(1 for r in summary.records if ItemOutcome.from_result(r.result).rerun)
+        if again:
+            progress.notes.append(
+                f"{again} item(s) failed for their endpoint's reasons (refused, dropped, a "
+                "server that died): the same command run again runs them again"
+            )
     if export == "fdb":
         notes = await asyncio.to_thread(_export_fdb, summary, chosen, out, export_dir, repeat)
         progress.notes.extend(notes)
@@ -192,7 +246,7 @@ async def run_eval_async(
         code = EXIT_FAILED
     return EvalResult(
         out, agg, list(summary.records), summary.rows, code, error, run.unfinished,
-        list(progress.notes),
+        list(progress.notes), total=len(jobs),
     )  # fmt: skip
 
 
@@ -298,7 +352,24 @@ async def _endpoints(
                 endpoint.model = (
                     await with_listed_model(endpoint.url, options, notes.append)
                 ).model
+        if urls and settings.concurrency > 1:
+            await _ask_session_limits(pool, options, settings.concurrency, notes)
         yield pool, executor
+
+
+async def _ask_session_limits(
+    pool: EndpointPool, options: RunOptions, concurrency: int, notes: list[str]
+) -> None:
+    """Each endpoint's session limit, asked before any item runs (`admission`)."""
+    from duplex_client.eval.admission import session_limit
+
+    for endpoint in pool.endpoints:
+        endpoint.limit = await session_limit(endpoint.url, options, endpoint.model or options.model)
+        if endpoint.limit is not None and endpoint.limit < concurrency:
+            notes.append(
+                f"endpoint {endpoint.label} holds {endpoint.limit} session at a time "
+                f"(supports_multi_session: false): its items run one by one, not {concurrency}"
+            )
 
 
 def _export_fdb(

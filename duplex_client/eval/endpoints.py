@@ -3,7 +3,8 @@
 Pure state with an injectable clock. An endpoint fault (a refused or dropped connection, a
 session the server would not open) suspends the endpoint for an exponential backoff; more
 than `retries` faults in a row put it down for the rest of the eval. Items that were running
-when an endpoint failed count as one fault: an outage is counted once, not per item.
+when an endpoint failed count as one fault: an outage is counted once, not per item. A
+refusal at capacity is no fault: the endpoint's `limit` holds the extra items back.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ class Endpoint:
     items: int = 0
     failed: int = 0
     running: int = 0
+    #: Sessions it takes at once (None: as many as the eval's concurrency), from what the
+    #: server said (`admission.session_limit`) or from its refusals at capacity.
+    limit: int | None = None
+    #: Refusals at capacity in a row with none of this eval's sessions on it.
+    busy: int = 0
 
     @property
     def label(self) -> str:
@@ -67,6 +73,10 @@ class EndpointPool:
         """Seconds until `endpoint` may start another item (0: now)."""
         return max(0.0, endpoint.suspended_until - self.clock())
 
+    def has_room(self, endpoint: Endpoint) -> bool:
+        """Whether `endpoint` takes another session now (below its known limit)."""
+        return endpoint.limit is None or endpoint.running < endpoint.limit
+
     def started(self, endpoint: Endpoint) -> int:
         """Note an item starting on `endpoint`; returns the epoch to report its end with."""
         endpoint.running += 1
@@ -80,7 +90,7 @@ class EndpointPool:
         """The endpoint served a session to its end (whatever the answer): its faults reset."""
         endpoint.running -= 1
         endpoint.items += 1
-        endpoint.faults = 0
+        endpoint.faults = endpoint.busy = 0
 
     def item_failed(self, endpoint: Endpoint) -> None:
         """The item failed for its own reasons (bad media, no decision): not a fault."""
@@ -103,6 +113,35 @@ class EndpointPool:
         wait = min(BACKOFF_CAP_S, self.backoff_s * 2 ** (endpoint.faults - 1))
         endpoint.suspended_until = self.clock() + wait
         self.log.append(f"endpoint {endpoint.label} failed ({error}); retrying in {wait:g} s")
+
+    def refused(self, endpoint: Endpoint, error: str | None) -> None:
+        """The endpoint refused a session at capacity (`resource_exhausted`): not a fault.
+
+        With sessions of this eval on it, it takes that many at once: the other items wait
+        for one of them to end. With none (other clients hold it), it is waited for as after
+        a fault, and is down after more than `retries` such refusals in a row.
+        """
+        endpoint.running -= 1
+        endpoint.last_error = error
+        if endpoint.running > 0:
+            if endpoint.limit is None or endpoint.running < endpoint.limit:
+                endpoint.limit = endpoint.running
+                self.log.append(
+                    f"endpoint {endpoint.label} is at capacity with {endpoint.running} "
+                    f"session(s) of this eval ({error}): the other items wait for one to end"
+                )
+            return
+        endpoint.busy += 1
+        if endpoint.busy > self.retries:
+            endpoint.down = True
+            self.log.append(
+                f"endpoint {endpoint.label} is down: at capacity with none of this eval's "
+                f"sessions, {endpoint.busy} times in a row ({error})"
+            )
+            return
+        wait = min(BACKOFF_CAP_S, self.backoff_s * 2 ** (endpoint.busy - 1))
+        endpoint.suspended_until = self.clock() + wait
+        self.log.append(f"endpoint {endpoint.label} is busy ({error}); retrying in {wait:g} s")
 
     def down_reason(self) -> str:
         """One line: every endpoint with its last error."""

@@ -16,6 +16,7 @@ from typing import Any
 from duplex_client.bundle.layout import EVAL_ITEM_FILE, BundleLayout
 from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
+from duplex_client.eval.admission import is_capacity_refusal
 from duplex_client.eval.item import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.options import RunOptions
@@ -52,6 +53,15 @@ class ItemOutcome:
     endpoint_fault: bool
     final: bool
     latency_p50_ms: float | None = None
+    #: The server refused the session at its session limit (`resource_exhausted`): the
+    #: item waits for a free session; neither the item's nor the endpoint's fault.
+    capacity: bool = False
+
+    @property
+    def rerun(self) -> bool:
+        """Whether a resumed eval runs it again: not final, or failed for the endpoint's
+        reasons (its server refused, dropped or died), not the item's own."""
+        return not self.final or (not self.ok and (self.endpoint_fault or self.capacity))
 
     @classmethod
     def from_result(cls, doc: dict[str, Any]) -> ItemOutcome:
@@ -63,14 +73,17 @@ class ItemOutcome:
         fault = failed and doc.get("exit_code") != EXIT_USAGE
         fault = fault and (doc.get("session_id") is None or closed.startswith("disconnect"))
         latency = ((doc.get("metrics") or {}).get("latency_ms") or {}).get("p50")
+        error = doc.get("error")
+        capacity = fault and doc.get("session_id") is None and is_capacity_refusal(error)
         return cls(
             status=status,
             ok=bool(doc.get("ok")),
             exit_code=int(doc.get("exit_code", EXIT_FAILED)),
-            error=doc.get("error"),
-            endpoint_fault=fault,
+            error=error,
+            endpoint_fault=fault and not capacity,
             final=status in FINAL_STATUSES,
             latency_p50_ms=latency,
+            capacity=capacity,
         )
 
 

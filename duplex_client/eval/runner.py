@@ -3,7 +3,8 @@
 Each endpoint runs up to `concurrency` items at once; items are taken from one queue, so a
 slow or dead endpoint never holds work another could do. An item whose attempt failed for
 the endpoint's reasons is tried again (on whichever endpoint is up) up to `retries` times.
-Finished items (a `result.json` with a final status) are never run again on a resumed eval.
+A resumed eval runs what is unfinished or failed for its endpoint's reasons; a refusal at
+capacity (`resource_exhausted`) holds the item back until one of the endpoint's sessions ends.
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ class EvalRun:
         self.progress.total = len(self.jobs)
         for job in self.jobs:
             outcome = read_outcome(self.output_dir / job.key)
-            done = outcome is not None and outcome.final
+            # failed for its endpoint's reasons (refused, dropped, a dead server): run again
+            done = outcome is not None and not outcome.rerun
             if done and self.settings.rerun_failed and outcome is not None and not outcome.ok:
                 done = False
             if done:
@@ -246,18 +248,26 @@ class EvalRun:
                 if entry is not None:
                     self.pending.remove(entry)
                     delay = self._start_slot()
+                    epoch = self.pool.started(endpoint)  # counted now: the limit holds
                 else:  # suspended after a fault: another endpoint may take the job
                     self.changed.notify_all()
             if entry is None:
                 await asyncio.sleep(min(wait, 0.5))
                 continue
             if delay > 0:
-                await asyncio.sleep(delay)
-            await self._attempt(endpoint, entry)
+                try:
+                    await asyncio.sleep(delay)
+                except BaseException:
+                    self.pool.abandoned(endpoint)
+                    raise
+            await self._attempt(endpoint, entry, epoch)
 
     def _takeable(self, endpoint: Endpoint) -> Pending | None:
         """The first queued job this endpoint may run: not one that faulted here, unless
-        every endpoint still up has faulted for it."""
+        every endpoint still up has faulted for it. None while the endpoint is at its
+        session limit (its items wait for one of its sessions to end)."""
+        if not self.pool.has_room(endpoint):
+            return None
         up = {e.index for e in self.pool.endpoints if not e.down}
         for entry in self.pending:
             if endpoint.index not in entry.avoid or up <= entry.avoid:
@@ -274,10 +284,9 @@ class EvalRun:
     def _stopped(self, endpoint: Endpoint) -> bool:
         return endpoint.down or self.pool.all_down
 
-    async def _attempt(self, endpoint: Endpoint, entry: Pending) -> None:
+    async def _attempt(self, endpoint: Endpoint, entry: Pending, epoch: int) -> None:
         job, attempt, errors = entry.job, entry.attempt, entry.errors
         bundle_dir = self.output_dir / job.key
-        epoch = self.pool.started(endpoint)
         self.progress.running += 1
         options = self.options
         if endpoint.model is not None and options.model is None:
@@ -290,6 +299,12 @@ class EvalRun:
             raise
         finally:
             self.progress.running -= 1
+        if outcome.capacity:  # held back, not failed: it runs when a session is free
+            self.pool.refused(endpoint, outcome.error)
+            async with self.changed:
+                self.pending.appendleft(entry)
+                self.changed.notify_all()
+            return
         if outcome.endpoint_fault:
             self.pool.faulted(endpoint, epoch, outcome.error)
             if attempt <= self.settings.retries and not self.pool.all_down:

@@ -188,8 +188,11 @@ def _sender(recorded: RecordedRun, condition: ReplayCondition | None) -> Sender:
 
 
 def replay_bundle_blocking(path: str | Path, url: str | None = None, **kw: Any) -> RunResult:
-    """Blocking twin of `replay_bundle` for scripts and notebooks without an event loop."""
-    return asyncio.run(replay_bundle(path, url, **kw))
+    """Blocking twin of `replay_bundle` for scripts and notebooks (inside a running event
+    loop, a Jupyter cell, it runs on a worker thread with its own loop)."""
+    from duplex_client.client.sync import run_blocking
+
+    return run_blocking(replay_bundle(path, url, **kw))
 
 
 def same_input(original: dict[str, Any], replay: dict[str, Any]) -> bool:

@@ -7,48 +7,19 @@ come from here, so their counts are the summary's.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from duplex_client.bundle.eval_layout import SUMMARY_JSONL
 from duplex_client.bundle.layout import BundleLayout
-from duplex_client.bundle.reader import BundleError, read_document
-from duplex_client.report.bundle_reader import ReportInputError
+from duplex_client.bundle.reader import (
+    BundleError,
+    check_eval_dir,
+    read_document,
+    read_summary_rows,
+)
 
-
-def check_eval_dir(path: Path) -> None:
-    """Raise `ReportInputError` (one line) unless `path` is a directory with `summary.jsonl`."""
-    if not path.is_dir():
-        raise ReportInputError(f"{path}: no such directory")
-    if not (path / SUMMARY_JSONL).is_file():
-        raise ReportInputError(
-            f"{path}: no {SUMMARY_JSONL} (not an eval output, or the eval has not finished "
-            "a summary)"
-        )
-
-
-def read_summary_rows(eval_dir: Path) -> list[dict[str, Any]]:
-    """The rows of `summary.jsonl`, in file order (blank lines skipped)."""
-    check_eval_dir(eval_dir)
-    path = eval_dir / SUMMARY_JSONL
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportInputError(f"{path}: not readable ({exc})") from None
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if not isinstance(row, dict):
-            raise ReportInputError(f"{path} line {number}: not a summary row (a JSON object)")
-        rows.append(row)
-    return rows
+__all__ = ["check_eval_dir", "pooled_items", "pooled_turns", "read_summary_rows"]
 
 
 def pooled_items(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

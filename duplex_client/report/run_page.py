@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from duplex_client.files import write_text_atomic
 from duplex_client.report.bundle_reader import (
@@ -117,17 +119,25 @@ def turn_table(view: RunView) -> str:
     )
 
 
+def headline_latency(metrics: Mapping[str, Any]) -> str:
+    """First-answer latency per user turn (p50), follow-up answers to the same turn apart."""
+    first = metrics.get("first_answer_latency_ms") or {}
+    text = f"first-answer latency p50 {_fmt(first.get('p50'))} ms"
+    later = metrics.get("follow_up_latency_ms") or {}
+    if later.get("count"):
+        text += f" (follow-up answers: {later['count']}, p50 {_fmt(later.get('p50'))} ms)"
+    return text
+
+
 def header(view: RunView, *, prefix: str = "") -> str:
     """The run's title line and its key figures."""
-    metrics = view.metrics
-    latency = (metrics.get("latency_ms") or {}).get("p50")
     facts = [
         f"status <b>{html.escape(view.status)}</b>",
         f"model {html.escape(view.model or '?')}",
         f"session {html.escape(view.session_id or '?')}",
         f"started {html.escape(view.started_at or '?')}",
         f"{len(view.units)} units, {len(view.decisions)} decisions, {len(view.turns)} turns",
-        f"latency p50 {_fmt(latency)} ms",
+        headline_latency(view.metrics),
     ]
     return (
         f'<h1>{html.escape(prefix + view.title)}</h1><div class="meta">{" · ".join(facts)}</div>'

@@ -197,6 +197,7 @@ class RunListening:
                 events=self.events(),
                 unit_sent_ms=unit_sent,
                 annotations=self.annotations,
+                played=self.output is not None,
             )
         finally:
             self.sent.discard()

@@ -95,8 +95,10 @@ class ListeningReport:
         events: Sequence[Timed],
         unit_sent_ms: Mapping[int, float],
         annotations: Sequence[SpeechSegment] | None,
+        played: bool = True,
     ) -> ListeningReport:
-        """Write `heard.wav` and `conversation.wav`, then measure the turns."""
+        """Write `heard.wav` and `conversation.wav`, then measure the turns (`played` False:
+        nothing played the answers, so latencies end at the first audio received)."""
         from duplex_client.bundle.wavfile import write_wav
         from duplex_client.media.resample import resample
 
@@ -115,8 +117,12 @@ class ListeningReport:
             if speech is not None:
                 report.user_speech, source = speech, "vad"
         spans_by_id = {s.response_id: s for s in spans}
-        report.turns = build_turns(responses, spans_by_id, report.user_speech, source, unit_sent_ms)
-        metrics = TurnMetrics(report.turns, segments, sample_rate_hz, report.user_speech, source)
+        report.turns = build_turns(
+            responses, spans_by_id, report.user_speech, source, unit_sent_ms, played=played
+        )
+        metrics = TurnMetrics(
+            report.turns, segments, sample_rate_hz, report.user_speech, source, played=played
+        )
         report.turns = metrics.measured_turns()
         report.metrics = {
             **metrics.to_dict(),

@@ -96,15 +96,20 @@ def user_speech(options: RunOptions, media_ms: int) -> list[SpeechSegment] | Non
     if options.annotations is None:
         return None
     try:
+        source = "annotations"
         if isinstance(options.annotations, str | os.PathLike):
-            segments = load_annotations(os.fspath(options.annotations))
+            source = os.fspath(options.annotations)  # the file names itself in the message
+            segments = load_annotations(source)
         else:
             rows = [
                 {"start_ms": a.start_ms, "end_ms": a.end_ms} if isinstance(a, SpeechSegment) else a
                 for a in options.annotations
             ]
             segments = parse_annotations(rows, source="annotations")
-        check_range(segments, media_ms)
+        check_range(segments, media_ms, source=source)
     except AnnotationError as exc:
-        raise UsageError(f"annotations: {exc}", param="annotations") from None
+        message = str(exc)  # given segments name themselves `annotations:` already
+        if not message.startswith("annotations:"):
+            message = f"annotations: {message}"
+        raise UsageError(message, param="annotations") from None
     return segments

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE, OUTPUT_FILE
+from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE, OUTPUT_FILE, BundleLayout
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.run.progress import RunProgress
 
@@ -115,6 +116,32 @@ class RunResult:
     listening_error: str | None = None
     #: Every function call the server made and its answer (`CallRecord.to_dict()`).
     function_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, bundle_dir: str | os.PathLike[str]) -> RunResult:
+        """Reopen a finished run from its bundle (`result.json`, read by `bundle.reader`): the
+        same fields, turns as `Turn`s, the timeline, and `bundle_dir` where it is now.
+
+        Not a bundle, or one of another schema: `BundleError` (a `UsageError`), one line.
+        """
+        from duplex_client.analysis.turns import Turn
+        from duplex_client.bundle.reader import BundleError, read_document, read_result
+
+        path = Path(bundle_dir)
+        doc = read_result(path)
+        known = {f.name for f in fields(cls)} - {"bundle_dir", "turns", "timeline"}
+        result = cls(**{k: v for k, v in doc.items() if k in known})
+        result.bundle_dir = path
+        names = {f.name for f in fields(Turn)}
+        rows = doc.get("turns")
+        if isinstance(rows, list):
+            try:
+                result.turns = [Turn(**{k: v for k, v in r.items() if k in names}) for r in rows]
+            except (TypeError, AttributeError) as exc:
+                message = f"{path}: result.json `turns` are not turn rows ({exc})"
+                raise BundleError(message) from None
+        result.timeline = read_document(BundleLayout(path).timeline)
+        return result
 
     @property
     def transcript(self) -> str:

@@ -76,6 +76,7 @@ async def run_session(
             progress.media_total_ms = source.media_ms
             annotations = user_speech(options, source.media_ms)
             bundle = open_bundle(options.output_dir)
+            progress.bundle_dir = bundle.dir
             async with target_url(url, options) as target:
                 run = SessionRun(target, options, prepared, source, bundle, progress, annotations)
                 return await run.run()

@@ -7,11 +7,11 @@ session run (`run_session`) with the options' files as its source.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import difflib
 from typing import Any
 
+from duplex_client.client.sync import run_blocking
 from duplex_client.run.options import RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
@@ -39,8 +39,9 @@ async def stream_clip(
 
 
 def stream_clip_blocking(url: str | None = None, **options: Any) -> RunResult:
-    """Blocking twin of `stream_clip` for scripts and notebooks without an event loop."""
-    return asyncio.run(stream_clip(url, **options))
+    """Blocking twin of `stream_clip` for scripts and notebooks (inside a running event loop,
+    a Jupyter cell, it runs on a worker thread with its own loop)."""
+    return run_blocking(stream_clip(url, **options))
 
 
 async def run_stream(

@@ -45,3 +45,20 @@ def test_run_and_test_still_do_what_the_readme_says() -> None:
     test = make("-n", "test")
     assert "ruff check" in test and "mypy --strict duplex_client" in test and "pytest" in test
     assert "lint-imports" in make("-n", "lint")  # the layering contracts (pyproject.toml)
+
+
+def test_make_run_ends_with_the_next_commands_and_where_the_cli_is() -> None:
+    """`make run` ends with `make next`: the CLI's place in .venv/bin, then report and eval."""
+    run = make("-n", "-W", "pyproject.toml", "run")
+    assert run.index("duplex-cli stream") < run.index("duplex-cli report")
+    text = make("-s", "next")
+    assert "duplex-cli is in .venv/bin/" in text
+    lines = [line.strip() for line in text.splitlines()]
+    assert any(line.startswith(".venv/bin/duplex-cli report runs/") for line in lines)
+    assert any(line.startswith(".venv/bin/duplex-cli eval examples") for line in lines)
+
+
+def test_the_readme_says_where_the_cli_is_and_how_to_install_without_make() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`.venv/bin/duplex-cli`" in readme
+    assert "pip install -c constraints.txt -e '.[" in readme and "-e ./cli" in readme

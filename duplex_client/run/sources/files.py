@@ -10,6 +10,7 @@ from duplex_client.analysis.virtual_player import VirtualPlayer
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
+from duplex_client.framing.writer import FramingError
 from duplex_client.run.options import InputKind, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
@@ -58,6 +59,21 @@ def _opened(options: RunOptions) -> tuple[AudioVisualSource, Any]:
     return source, closer
 
 
+def _check_modalities(options: RunOptions, media: AudioVisualSource) -> None:
+    """A preset whose family needs video on every unit, given no frames: `UsageError` now."""
+    from duplex_client.families import preset_family
+
+    chosen = preset_family(options.preset_name())
+    if chosen is None or "video" not in chosen.required_modalities or media.frames is not None:
+        return
+    raise UsageError(
+        f"preset {chosen.name} ({chosen.title}) requires video on every unit, and the input "
+        "has no frames: give input_video with a video track, or input_image",
+        param="preset",
+        keywords=("preset", "input_video", "input_image"),
+    )
+
+
 class FileSource:
     """The options' input files, framed on the server's grid and paced on the media clock."""
 
@@ -88,6 +104,7 @@ class FileSource:
         elif media.frames is not None:
             length = media.frames.duration_ms
         self._media_ms = length + round(options.tail_silence_s * 1000)
+        _check_modalities(options, media)
 
     def output(self, options: RunOptions, clock: MediaClock, rate: int) -> HeardOutput | None:
         """The listener model on the media clock; none without real-time pacing."""
@@ -97,17 +114,28 @@ class FileSource:
         """Stream the media, then the tail silence, and commit (where the session takes it)."""
         options = self._options
         assert options is not None, "open() first"
-        return await stream(
-            link.client,
-            self.media,
-            tail_silence_s=options.tail_silence_s,
-            realtime=options.realtime,
-            chunk_ms=options.chunk_ms,
-            soundtrack_policy=options.soundtrack,  # type: ignore[arg-type]
-            timeline=link.timeline,
-            clock=link.clock,
-            on_sent=link.on_sent,
-        )
+        try:
+            return await stream(
+                link.client,
+                self.media,
+                tail_silence_s=options.tail_silence_s,
+                realtime=options.realtime,
+                chunk_ms=options.chunk_ms,
+                soundtrack_policy=options.soundtrack,  # type: ignore[arg-type]
+                timeline=link.timeline,
+                clock=link.clock,
+                on_sent=link.on_sent,
+            )
+        except FramingError as exc:
+            if link.timeline.appends:  # it went wrong midway: a failed run, not bad input
+                raise
+            # Only the opened session's capabilities said so (a preset that names no
+            # family): refused before anything was sent, with the bundle recording why.
+            raise UsageError(
+                f"the server refuses this input: {exc} (give input_video with a video "
+                "track, or input_image)",
+                keywords=("input_video", "input_image"),
+            ) from None
 
     def complete(self, result: RunResult) -> None:
         """Nothing to add: a file run's result is the run's own."""

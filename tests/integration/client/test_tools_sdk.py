@@ -165,9 +165,9 @@ def _blocking_round_trip(url: str, sync_client: Any) -> None:
         client.on_function_call("add", lambda args, call: args["a"] + args["b"])
         client.append_input(tone(1000))
         client.wait_committed(client.commit(), timeout=TIMEOUT)
-        for handle in client.responses(timeout=TIMEOUT):
+        for handle in client.responses(idle_s=TIMEOUT):
             if handle.decision == "speak":
-                done = client.wait(handle, TIMEOUT)
+                done = handle.wait(TIMEOUT)
                 assert done.transcript == "The add function returned 2."
                 return
         raise AssertionError("no spoken follow-up")

@@ -40,6 +40,7 @@ def test_two_runs_get_a_comparison_here(runs: tuple[Path, Path], tmp_path: Path)
     ("make", "message"),
     [
         ("missing", "no such directory"),
+        ("a_file", "target: a file, not a run bundle (give the run's folder)"),
         ("plain_dir", "is not a run bundle (no input_timeline.json)"),
         ("old", "re-run it with this version"),
         ("eval_without_summary", "no summary.jsonl"),
@@ -59,10 +60,12 @@ def test_bad_input_is_one_line_and_exit_2(
     elif make == "eval_without_summary":
         target.mkdir()
         (target / "eval.json").write_text("{}", encoding="utf-8")
+    elif make == "a_file":  # `report file.wav`
+        target.write_bytes(b"RIFF")
     done = report(str(target))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert not (target / "report.html").exists()
+    assert not target.is_dir() or not (target / "report.html").exists()
 
 
 def test_png_with_two_runs_is_refused(runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -67,6 +67,10 @@ CASES = [
          {"input_image": "{photo}", "tail_silence_s": 1.0}, 2, "not an image OpenCV can read"),
     Case("still image as the video", ["--input-video", "{still}"], {"input_video": "{still}"},
          2, "a still image: use --input-image", api_message="a still image: use input_image"),
+    Case("--preset aura without video", ["--input-audio", "{wav}", "--preset", "aura"],
+         {"input_audio": "{wav}", "preset": "aura"}, 2,
+         "--preset aura (AURA-style) requires video on every unit, and the input has no frames",
+         api_message="preset aura (AURA-style) requires video on every unit"),
     Case("text file as the reference voice", ["--input-audio", "{wav}", "--ref-audio", "{text}"],
          {"input_audio": "{wav}", "ref_audio": "{text}"}, 2, "not a WAV audio file"),
     # options

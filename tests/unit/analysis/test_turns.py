@@ -145,3 +145,34 @@ def test_a_short_pause_does_not_split_a_user_turn() -> None:
     assert doc["latency_ms"]["count"] == 2 and doc["latency_ms"]["max"] == 1000.0
     assert doc["unanswered_turns"] == 1 and doc["user_turns"] == 2
     assert doc["user_speech_segments"] == 3
+
+
+def test_the_headline_is_the_first_answer_and_a_queued_second_answer_is_a_follow_up() -> None:
+    """One question (ends at 1000 ms) answered at 1900 ms, then again, queued, at 6200 ms."""
+    user = [SpeechSegment(0, 1000)]
+    turns = build_turns(
+        [facts("a", 1, 1800, 1850), facts("b", 2, 2900, 2950)],
+        {"a": span("a", 1900, 300), "b": span("b", 6200, 300)},
+        user,
+        "annotation",
+        {},
+    )
+    doc = TurnMetrics(turns, [], RATE, user, "annotation").to_dict()
+    assert doc["first_answer_latency_ms"] == {"count": 1, "p50": 900.0, "p95": 900.0, "max": 900.0}
+    assert doc["follow_up_latency_ms"] == {
+        "count": 1, "p50": 5200.0, "p95": 5200.0, "max": 5200.0
+    }  # fmt: skip
+    assert doc["latency_ms"]["p50"] == 3050.0  # every answer pooled: not the headline
+    assert doc["unanswered_turns"] == 0
+
+
+def test_without_a_speaker_latency_counts_to_the_first_audio_received() -> None:
+    """Nothing played (live without a speaker): no heard span, the latency ends at arrival."""
+    user = [SpeechSegment(0, 1000)]
+    (t,) = build_turns([facts("a", 1, 1800, 1850)], {}, user, "vad", {}, played=False)
+    assert t.heard_start_ms is None and t.heard_ms == 0 and t.latency_ms == 850
+    doc = TurnMetrics([t], [], RATE, user, "vad", played=False).to_dict()
+    assert doc["latency_to"] == "first_audio" and doc["unanswered_turns"] == 0
+    assert doc["first_answer_latency_ms"]["p50"] == doc["latency_ms"]["p50"] == 850
+    heard = TurnMetrics([t], [], RATE, user, "vad").to_dict()  # played, but never heard
+    assert heard["latency_to"] == "heard" and heard["first_answer_latency_ms"]["count"] == 0

@@ -116,19 +116,69 @@ async def test_an_item_failure_is_not_an_endpoint_fault(tmp_path: Path) -> None:
 async def test_resume_runs_only_unfinished_items_and_rerun_failed_adds_failed_ones(
     tmp_path: Path,
 ) -> None:
-    first = FakeExecutor(lambda job, slot: OK_DOC if job.item.id != "i1" else REFUSED)
-    await make_run(tmp_path, first, n=3, retries=0).run()
+    bad = failed_result("clip.mp4: not a media file")  # the item's own failure
+    first = FakeExecutor(lambda job, slot: bad if job.item.id == "i1" else OK_DOC)
+    await make_run(tmp_path, first, n=4, retries=0).run()
     (tmp_path / "items" / "i2" / "result.json").write_text(
         json.dumps({**OK_DOC, "status": "interrupted"})  # a run cut short: not final
     )
+    # i3 failed because its server died mid-session: not the item's fault
+    died = {**failed_result("session closed: disconnect", exit_code=1), "session_id": "s"}
+    died["closed_reason"] = "disconnect: gave up after 5 attempt(s)"
+    (tmp_path / "items" / "i3" / "result.json").write_text(json.dumps(died))
     second = FakeExecutor(lambda job, slot: OK_DOC)
-    run = make_run(tmp_path, second, n=3)
+    run = make_run(tmp_path, second, n=4)
     assert run.progress.resumed == 2
     await run.run()
-    assert [a[0] for a in second.attempts] == ["i2"]
+    assert [a[0] for a in second.attempts] == ["i2", "i3"]
     third = FakeExecutor(lambda job, slot: OK_DOC)
-    await make_run(tmp_path, third, n=3, rerun_failed=True).run()
+    await make_run(tmp_path, third, n=4, rerun_failed=True).run()
     assert [a[0] for a in third.attempts] == ["i1"]
+
+
+#: A refusal at the server's session limit, as a run records it (it never opened).
+AT_CAPACITY = failed_result(
+    "resource_exhausted: the server is at its session limit (1)", exit_code=1
+)
+
+
+async def test_a_refusal_at_capacity_holds_the_extra_items_back(tmp_path: Path) -> None:
+    """Concurrency 3 on a server that takes 2: the third is refused, then waits for a free
+    session; no fault counted, every item runs once to its end, never 3 at a time again."""
+    executor = FakeExecutor(lambda job, slot: OK_DOC)
+    held = [0]  # sessions the server holds: a refused one holds none
+
+    async def run_one(job: ItemJob, bundle_dir: Path, slot: int) -> ItemOutcome:
+        executor.attempts.append((job.item.id, slot, job.attempt))
+        doc = AT_CAPACITY if held[0] >= 2 else OK_DOC
+        if doc is OK_DOC:
+            held[0] += 1
+            executor.most = max(executor.most, held[0])
+            await asyncio.sleep(0.05)
+            held[0] -= 1
+        bundle_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(bundle_dir / "result.json", doc)
+        return ItemOutcome.from_result(doc)
+
+    executor.run = run_one  # type: ignore[method-assign]
+    run = make_run(tmp_path, executor, n=6, concurrency=3)
+    await run.run()
+    endpoint = run.pool.endpoints[0]
+    assert run.unfinished == 0 and all(r.result["ok"] for r in run.summary().records)
+    assert endpoint.faults == 0 and not endpoint.down and endpoint.limit == 2
+    assert sorted({a[0] for a in executor.attempts}) == [f"i{k}" for k in range(6)]
+    assert all(a[2] == 1 for a in executor.attempts)  # a held-back item is no retry
+    assert any("at capacity with 2 session(s)" in line for line in run.pool.log)
+    assert executor.most == 2
+
+
+async def test_capacity_with_none_of_ours_running_waits_then_gives_up(tmp_path: Path) -> None:
+    executor = FakeExecutor(lambda job, slot: AT_CAPACITY)
+    run = make_run(tmp_path, executor, n=3)
+    await run.run()
+    assert run.pool.all_down and run.unfinished == 3  # held back: they resume, not failed
+    assert run.summary().records == ()
+    assert len(executor.attempts) == 3 and "none of this eval's sessions" in run.pool.log[-1]
 
 
 def test_bundle_keys_that_would_nest_or_collide_are_refused() -> None:

@@ -1,9 +1,10 @@
-"""What a live session watches of the answers: the assistant's state and the heard latency.
+"""What a live session watches of the answers: the assistant's state and the response latency.
 
-The latency of an answer runs from when the input it answers was complete (the later of the
-deciding unit's send and the last commit or end of speech) to the first sample the speaker
-played, or, with nothing played, to the answer's first audio. Pure bookkeeping on the
-session's clock: the live loop tells it what it sent and the reader task what arrived.
+The response latency of an answer (the panel's, `result.json` → `latencies_ms`) runs from
+when the input it answers was complete (the later of the deciding unit's send and the last
+commit or end of speech) to the first sample the speaker played, or, with nothing played, to
+the answer's first audio. Pure bookkeeping on the session's clock: the live loop tells it
+what it sent and the reader task what arrived.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from duplex_client.run.progress import RunProgress
 
 
 class AnswerWatch:
-    """Keeps `progress.decision` and the heard latencies (`latencies`, ms) of a live session."""
+    """Keeps `progress.decision` and the response latencies (`latencies`, ms) of a live session."""
 
     def __init__(self, progress: RunProgress, now: Callable[[], float]) -> None:
         self.progress = progress

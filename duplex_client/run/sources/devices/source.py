@@ -7,6 +7,7 @@ over them until quit or the time limit. Device modules are injectable (`LiveDevi
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
 from duplex_client.run.sources.devices.session import LiveSession
+from duplex_client.usage import UsageError
 
 #: Request-local errors that live races can cause without harm; listed, not failures.
 BENIGN_ERRORS = frozenset({"playback_ack_too_late", "response_not_active"})
@@ -93,6 +95,43 @@ def preflight(options: RunOptions, devices: LiveDevices) -> DeviceCheck:
             raise
         return DeviceCheck(sd, False, NO_SPEAKER.format(what="no speaker (output device) found"))
     return DeviceCheck(sd, True)
+
+
+def check_files(options: RunOptions, *, camera: bool = True) -> None:
+    """The file twins of the devices, read before anything is written, as `stream` reads its
+    inputs: a missing or unreadable file is a `MediaError` naming it (exit 2, no bundle).
+
+    `camera` False: an injected capture factory opens `camera_file` its own way.
+    """
+    from duplex_client.families import preset_family
+    from duplex_client.media import open_audio
+    from duplex_client.media.errors import MediaError
+    from duplex_client.media.probe import probe
+
+    if options.mic_file and not options.no_mic:
+        open_audio(options.mic_file)  # the same checks as `stream --input-audio`
+    if needs_video(options) and options.no_camera:
+        chosen = preset_family(options.preset_name())
+        assert chosen is not None
+        raise UsageError(
+            f"preset {chosen.name} ({chosen.title}) requires video on every unit: "
+            "no_camera would send nothing (use a camera or camera_file)",
+            param="preset",
+            keywords=("preset", "no_camera", "camera_file"),
+        )
+    if camera and options.camera_file and not options.no_camera:
+        info = probe(options.camera_file)
+        if info.video is None or not info.video.decodable:
+            kinds = ", ".join(s.kind for s in info.streams) or "none"
+            raise MediaError(options.camera_file, f"has no video stream (streams: {kinds})")
+
+
+def needs_video(options: RunOptions) -> bool:
+    """Whether the options' preset names a family that requires video on every unit."""
+    from duplex_client.families import preset_family
+
+    chosen = preset_family(options.preset_name())
+    return chosen is not None and "video" in chosen.required_modalities
 
 
 def controls_for(options: RunOptions) -> LiveControls:
@@ -204,6 +243,7 @@ class DeviceSource:
     async def open(self, options: RunOptions, progress: RunProgress) -> None:
         """Check PortAudio and the chosen devices (`DeviceError` before anything is written)."""
         self._options = options
+        await asyncio.to_thread(check_files, options, camera=self.devices.video_capture is None)
         self._check = preflight(options, self.devices)
         if self._check.warning is not None:
             progress.warn(self._check.warning)
@@ -239,7 +279,8 @@ class DeviceSource:
             mic=mic,
             mic_present=present,
             camera=camera,
-            camera_optional=o.camera is None and o.camera_file is None,
+            # a family that needs video on every unit would send nothing without one
+            camera_optional=o.camera is None and o.camera_file is None and not needs_video(o),
             player=player,
         )
         await self.session.run()
