@@ -17,7 +17,7 @@ Last, the event loop's stall at N = 32 (`benchmarks._stall`): a 5 ms loop-lag pr
 whole run, max and p99 within ±1 s of any stream's end (where the timeline and bundle files
 are written) against the rest, and the loop-thread stacks seen while it stalled.
 Clips are generated once into `BENCH_CACHE` (default: a folder in the temp directory).
-Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 3 s smoke run;
+Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 2 s 360p smoke run;
 `--stall` or `BENCH_CLIPS_STALL=1`: only the stall measurement, N from `BENCH_CLIPS_STALL_N`).
 """
 
@@ -44,7 +44,7 @@ CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
     ("2160p30", (3840, 2160), 20, [1]),
 ]
 QUICK_CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
-    ("720p30", (1280, 720), 3, [2]),
+    ("360p30", (640, 360), 2, [2]),
 ]
 KEYINT = 30
 MODES = ("ours", "inline")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from duplex_client.eval.api import EvalResult, run_eval_async
+from duplex_client.eval.summary import EvalSummary
 from duplex_client.run.embedded import embedded_server
 from tests.support.media_files import write_audio_file
 
@@ -34,6 +35,8 @@ EARLY_SPEECH = [{"start_ms": 0, "end_ms": 100}, {"start_ms": 1500, "end_ms": 160
 #: a space and a `#`, which a link has to encode.
 OK_IDS = ("a", "b", "sub/c #1")
 BAD_ID = "bad"
+#: The lateness bound the summary is judged with (ms): a minute, which any run meets.
+LENIENT_LATENESS_MS = 60_000.0
 
 
 def build_eval(root: Path) -> EvalResult:
@@ -54,7 +57,12 @@ def build_eval(root: Path) -> EvalResult:
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
     # In a thread of its own: the caller's thread may run a loop already (Playwright's).
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, _run(manifest, root / "eval", script)).result()
+        result = pool.submit(asyncio.run, _run(manifest, root / "eval", script)).result()
+    # These outputs test the pages, not the pacing: a loaded machine may send a run late
+    # enough to be judged timing-invalid, so the summary is judged again with a bound any
+    # run meets (the tests of invalid rows judge it again with one no run meets).
+    EvalSummary(result.items, max_lateness_ms=LENIENT_LATENESS_MS).write(result.output_dir)
+    return result
 
 
 async def _run(manifest: Path, out: Path, script: Path) -> EvalResult:
