@@ -48,9 +48,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict duplex_client cli/duplex_cli
 
-# Two workers: most tests wait on real time (loopback sessions, subprocesses), not the CPU.
+# Three workers on two cores: most tests wait on real time (loopback sessions paced like a
+# microphone, subprocesses), not the CPU; the whole suite keeps about one core busy. One file
+# per worker (loadfile): a module's shared fixture (a recorded run, a browser) is set up once.
 unit: $(STAMP)
-	$(BIN)/pytest -q -n 2 tests
+	$(BIN)/pytest -q -n 3 --dist loadfile tests
 
 test: lint typecheck unit
 
