@@ -22,6 +22,7 @@ from duplex_client.framing.plan import (
     PlannedAppend,
     SoundtrackPolicy,
     StreamPosition,
+    audio_policies,
 )
 from duplex_client.framing.sources import (
     AudioVisualSource,
@@ -37,7 +38,6 @@ from duplex_client.protocol.session.inputs import AppendFields
 
 #: Deadlines are met to within this much (guards against float residue in sleep loops).
 _DEADLINE_SLACK_S = 1e-6
-_SOUNDTRACK_KIND = "video_soundtrack"
 #: Internal switch (benchmarks only): False plans every append inline on the loop's thread.
 PLAN_IN_WORKER = True
 
@@ -267,8 +267,8 @@ async def stream(
     `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
     the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
     `PcmSource` or an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a
-    `media.Clip`); a video soundtrack gets `soundtrack_policy`, other audio is sent
-    whole. To continue a previous stream (same
+    `media.Clip`); a video soundtrack gets `soundtrack_policy`, and other audio shorter
+    than the video it comes with is fitted to the video by it (`Framer.plan`'s `video_fit`). To continue a previous stream (same
     media timeline, unit numbering and t0) pass its result's `position` and `clock`;
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
     (ignored for `now` when `clock` is given). Each append and the commit are recorded in
@@ -292,7 +292,7 @@ async def stream(
     if fmt != DEFAULT_PCM and isinstance(pcm, Retargetable):
         pcm.set_output(fmt)  # decoded straight to the session's format by the one resampler
     audio_info = pcm.info() if pcm is not None else None
-    soundtrack = audio_info is not None and audio_info.get("kind") == _SOUNDTRACK_KIND
+    soundtrack, video_fit = audio_policies(audio_info, sampler, soundtrack_policy)
     start = _start_position(target, clock, config.grid, position)
     start = start.moved(media_ms=media_origin_ms, unit_index=unit_index)
     framer = Framer(config, start)
@@ -301,7 +301,8 @@ async def stream(
         pcm,
         sampler,
         tail_silence_ms=tail_ms,
-        soundtrack_policy=soundtrack_policy if soundtrack else None,
+        soundtrack_policy=soundtrack,
+        video_fit=video_fit,
         segment=segment,
     )
     describes = False
@@ -325,6 +326,7 @@ async def stream(
         )
         if describes and timeline is not None:
             timeline.soundtrack_policy = framer.report.soundtrack_record()
+            timeline.fitted_to_video(framer.report.video_fit_record())
         end = framer.position
         if commit and ids:
             if clock.realtime:

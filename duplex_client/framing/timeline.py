@@ -162,6 +162,11 @@ class InputTimeline:
         self.video = video_facts(video)
         self.soundtrack_policy = dict(soundtrack) if soundtrack is not None else None
 
+    def fitted_to_video(self, record: Mapping[str, Any] | None) -> None:
+        """Say in `audio_source` how external audio shorter than its video was fitted to it."""
+        if record is not None and self.audio_source is not None:
+            self.audio_source["fitted_to_video"] = dict(record)
+
     def _longest_append_ms(self, chunk_ms: int) -> int:
         """What `chunk_ms` amounts to: appends never cross a unit boundary (the grid's)."""
         grid = self.unit_grid or UnitGrid().describe()

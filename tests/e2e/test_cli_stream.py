@@ -164,6 +164,7 @@ async def test_require_audio_turns_vision_units_into_fallback(
 
 
 async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> None:
+    """A 1.4 s WAV with a 3 s video is padded to the video: every frame goes out (issue 32)."""
     wav = write_audio_file(tmp_path / "speech.wav", 1.4, 16000, 440.0)
     run = tmp_path / "run"
     done = await run_cli(
@@ -181,10 +182,44 @@ async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> N
     timeline = load(run, "input_timeline.json")
     rows = timeline["appends"]
     assert timeline["audio_source"]["kind"] == "wav" and timeline["soundtrack_policy"] is None
-    assert len(rows) == 12 and [r["segment"] for r in rows] == ["clip"] * 7 + ["tail"] * 5
+    assert timeline["audio_source"]["fitted_to_video"] == {
+        "policy": "trim",
+        "audio_ms": 1400,
+        "video_ms": 3000,
+        "padded_ms": 1600,
+    }
+    assert len(rows) == 20 and [r["segment"] for r in rows] == ["clip"] * 15 + ["tail"] * 5
     framed = [(r["audio_end_ms"], r["frames"][0]["source_pts_ms"]) for r in rows if r["frames"]]
-    assert framed == [(1000, 0), (2000, 1000)]
-    assert all(r["is_speech"] is False for r in rows[7:])
+    assert framed[:3] == [(1000, 0), (2000, 1000), (3000, 2000)]
+    # the WAV's audio is sent as it is; what follows it is silence, marked as such
+    assert [r["is_speech"] for r in rows[:7]] == [None] * 7
+    assert all(r["is_speech"] is False for r in rows[8:])
+    assert "shorter than" not in done.stderr
+
+
+async def test_external_wav_with_soundtrack_full_stops_with_the_audio(
+    clip: Path, tmp_path: Path
+) -> None:
+    """`--soundtrack full` sends the WAV as is: the video after it is not sent, and said so."""
+    wav = write_audio_file(tmp_path / "speech.wav", 1.4, 16000, 440.0)
+    run = tmp_path / "run"
+    done = await run_cli(
+        "--input-video", str(clip), "--input-audio", str(wav), "--soundtrack", "full",
+        "--output-dir", str(run), "--burst",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    timeline = load(run, "input_timeline.json")
+    assert timeline["audio_source"]["fitted_to_video"] == {
+        "policy": "full",
+        "audio_ms": 1400,
+        "video_ms": 3000,
+        "video_not_sent_ms": 1600,
+    }
+    rows = timeline["appends"]
+    assert rows[-1]["media_end_ms"] == 1400
+    assert [r["audio_end_ms"] for r in rows if r["frames"]] == [1000]
+    assert "speech.wav (1400 ms) is shorter than" in done.stderr
+    assert "the video after its end is not sent" in done.stderr
 
 
 async def test_manual_commit_then_response_create(clip: Path, tmp_path: Path) -> None:

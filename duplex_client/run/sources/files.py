@@ -90,7 +90,8 @@ class FileSource:
 
     @property
     def media_ms(self) -> int:
-        """The input's length (audio if any, else the video) plus the tail silence."""
+        """The input's length (audio if any, else the video; the video when an external audio
+        file shorter than it is padded to it) plus the tail silence."""
         return self._media_ms
 
     async def open(self, options: RunOptions, progress: RunProgress) -> None:
@@ -98,11 +99,21 @@ class FileSource:
         self._options = options
         media, self._closer = await asyncio.to_thread(_opened, options)
         self.media = media
-        length = 0
+        audio_ms = video_ms = 0
         if media.audio is not None:
-            length = int(media.audio.info().get("duration_ms") or 0)
-        elif media.frames is not None:
-            length = media.frames.duration_ms
+            audio_ms = int(media.audio.info().get("duration_ms") or 0)
+        if media.frames is not None:
+            video_ms = media.frames.duration_ms
+        length = audio_ms if media.audio is not None else video_ms
+        if options.input_audio and options.input_video and video_ms > audio_ms:
+            if options.soundtrack == "full":
+                progress.warn(
+                    f"{options.input_audio} ({audio_ms} ms) is shorter than "
+                    f"{options.input_video} ({video_ms} ms): soundtrack full sends it as is, so "
+                    "the video after its end is not sent (trim or pad add silence instead)"
+                )
+            else:  # the framer pads the audio with silence to the video's end
+                length = video_ms
         self._media_ms = length + round(options.tail_silence_s * 1000)
         _check_modalities(options, media)
 
