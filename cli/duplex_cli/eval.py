@@ -21,6 +21,7 @@ from duplex_cli.options import (
     VerboseOpt,
     _opt,
     choices,
+    server_url,
 )
 from duplex_cli.run_flags import takes_run_flags
 from duplex_cli.running import (
@@ -97,7 +98,8 @@ def eval_command(
         _opt(
             panel=SERVER,
             metavar="URL",
-            help="Server URL; give it again for more endpoints. Default: an embedded server.",
+            help="Server URL; give it again for more endpoints (or DUPLEX_URL). Default: an "
+            "embedded server.",
         ),
     ] = None,
     concurrency: Annotated[
@@ -179,6 +181,9 @@ def eval_command(
         "progress": progress,
     }
     try:
+        env_url = None if url else server_url(None)
+        if env_url is not None:
+            kwargs["urls"] = [env_url]
         with EvalDisplay(progress, enabled=show):
             result = asyncio.run(_main(source, kwargs, progress))
     except KeyboardInterrupt:

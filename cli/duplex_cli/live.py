@@ -39,6 +39,7 @@ from duplex_cli.options import (
     UrlOpt,
     VerboseOpt,
     choices,
+    server_url,
 )
 from duplex_cli.protocol_log import LoggedRunProgress, log_result
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
@@ -220,8 +221,8 @@ def live_command(
     show = sys.stdout.isatty() and not json_output and not quiet
     keys: KeyInput = TerminalKeys() if sys.stdin.isatty() else NoKeys()
     progress = LoggedRunProgress(figures=False)  # the device source keeps live's own
-    progress.url = url
     try:
+        progress.url = url = server_url(url)
         options.validate(inputs="devices")
         controls = controls_for(options)
         result = asyncio.run(_main(url, options, progress, controls, keys, show))

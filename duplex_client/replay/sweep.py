@@ -22,6 +22,7 @@ from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.client.resume import ReconnectListener
 from duplex_client.client.session import EventListener
+from duplex_client.client.transport import check_url
 from duplex_client.client.streaming import StreamTarget
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
@@ -321,6 +322,8 @@ async def sweep_bundle(
     as it is done. A replay that fails is a row with `ok: false`; the sweep goes on.
     """
     values = check_values(name, list(values))
+    if url is not None:
+        check_url(url)
     run = await asyncio.to_thread(RecordedRun.load, path)
     recording = Recording.of(run)
     conditions = [build_condition(name, v, recording, seed) for v in values]

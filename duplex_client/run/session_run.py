@@ -66,7 +66,7 @@ async def run_session(
     """
     options.validate(inputs=source.inputs)
     progress = progress or RunProgress(figures=False)  # nothing displays it
-    if url:
+    if url is not None:  # an empty one is refused: it must not mean the embedded server
         check_url(url)
         options = await with_listed_model(url, options, progress.warn)
     prepared = prepare(options, inputs=source.inputs)
@@ -109,7 +109,7 @@ async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]
     CPU bursts (ASR and TTS hold the GIL for up to a few hundred ms) never delay the
     client's media clock or a live microphone's capture.
     """
-    if url:
+    if url is not None:
         yield url
         return
     async with embedded_server(

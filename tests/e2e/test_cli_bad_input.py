@@ -5,12 +5,16 @@ Cases live in `tests/integration/resilience/bad_inputs.py` (the API test uses th
 
 from __future__ import annotations
 
+import asyncio
+import json
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import load, run_cli
+from duplex_client.server import ReferenceServer
+from tests.e2e.helpers import CLI, ENV, load, run_cli
 from tests.integration.resilience.bad_inputs import (
     CASES,
     Case,
@@ -19,6 +23,7 @@ from tests.integration.resilience.bad_inputs import (
     make_inputs,
     write_sample_clip,
 )
+from tests.support.media_files import write_audio_file
 
 
 @pytest.fixture
@@ -47,3 +52,40 @@ async def test_bad_input(case: Case, tmp_path: Path, urls: dict[str, str]) -> No
         assert str(run) in lines[0]
     else:  # refused before anything was sent: no bundle at all
         assert not run.exists()
+
+
+@pytest.mark.parametrize("command", ["stream", "eval", "replay"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_duplex_url_is_a_usage_error(command: str, value: str, tmp_path: Path) -> None:
+    """`DUPLEX_URL=` (set, but empty or blank) never falls back to the embedded server."""
+    wav = write_audio_file(tmp_path / "q.wav", 0.5, 16000, 440.0)
+    out = tmp_path / "out"
+    args = {
+        "stream": ["stream", "--input-audio", str(wav), "--output-dir", str(out)],
+        "eval": ["eval", str(tmp_path), "--output-dir", str(out)],
+        "replay": ["replay", str(tmp_path), "-o", str(out)],
+    }[command]
+    done = subprocess.run(
+        [CLI, *args], env={**ENV, "DUPLEX_URL": value}, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        "error: DUPLEX_URL is set but empty: give ws://host:port or http://host:port, or unset "
+        "it for the embedded reference server"
+    )
+    assert not out.exists()
+
+
+async def test_duplex_url_names_the_server(tmp_path: Path) -> None:
+    """Without `--url`, `DUPLEX_URL` is the server (and `--url` wins over it)."""
+    wav = write_audio_file(tmp_path / "q.wav", 0.5, 16000, 440.0)
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
+        proc = await asyncio.create_subprocess_exec(
+            CLI, "stream", "--input-audio", str(wav), "--burst", "--json", "-q",
+            "--output-dir", str(tmp_path / "run"),
+            env={**ENV, "DUPLEX_URL": server.url},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out)["url"].startswith(server.url)

@@ -125,6 +125,12 @@ CASES = [
          "http://127.0.0.1:99999: port out of range", url="port"),
     Case("not a URL", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
          "not a url: not a URL", url="not_url"),
+    Case("empty URL (an unset variable)", ["--input-audio", "{wav}"], {"input_audio": "{wav}"},
+         2, "--url is empty: give ws://host:port or http://host:port", url="empty",
+         api_message="url is empty: give ws://host:port or http://host:port"),
+    Case("blank URL", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
+         "--url is blank: give ws://host:port", url="blank",
+         api_message="url is blank: give ws://host:port"),
     # the server side
     Case("URL refusing connections", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
          "connection refused", url="refused"),
@@ -230,6 +236,8 @@ async def endpoints() -> AsyncIterator[dict[str, str]]:
                 "ftp": "ftp://127.0.0.1:21/x",
                 "port": "http://127.0.0.1:99999",
                 "not_url": "not a url",
+                "empty": "",
+                "blank": "  ",
             }
         finally:
             http.close()
