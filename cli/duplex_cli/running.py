@@ -3,7 +3,8 @@
 - `-v` shows the SDK's INFO logs (and the CLI's protocol lines) on stderr, plus tracebacks;
   `-q` shows only errors. Lines are plain `LEVEL name: message`, on a terminal or not.
 - SIGTERM and SIGHUP stop a run the way Ctrl-C does (the bundle is finished), with status
-  `terminated` / `hangup` and exit 143 / 129.
+  `terminated` / `hangup` and exit 143 / 129. A second signal while the run finishes waits
+  for the bundle (it says so); a third exits at once, naming what is left incomplete.
 - Usage errors are their own types (exit 2); anything else is a bug or an environment
   failure: one line, "run with -v for the traceback", exit 1.
 """
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import signal
 import sys
@@ -44,9 +46,12 @@ USAGE_ERRORS: tuple[type[BaseException], ...] = (
 )
 #: Signals that finish the bundle and exit 128 + signal number, with the run's stop reason.
 STOP_SIGNALS: dict[signal.Signals, str] = {
+    signal.SIGINT: "interrupted",
     signal.SIGTERM: "terminated",
     signal.SIGHUP: "hangup",
 }
+#: The signal that gives up waiting for the bundle: the third one.
+FORCE_AFTER = 3
 #: Python keyword → CLI flag, where the flag is not `--` + the keyword with dashes.
 FLAG_NAMES: dict[str, str] = {
     "realtime": "--realtime/--burst",
@@ -118,15 +123,18 @@ class Stopped(Exception):
 
 
 class StopSignals:
-    """Inside a running loop: SIGTERM/SIGHUP note the reason and cancel the current task.
+    """Inside a running loop: SIGINT/SIGTERM/SIGHUP note the reason and cancel the current task.
 
     The reason goes to `progress.stop_reason`, so the SDK records the run's status as
-    `terminated` / `hangup` instead of `interrupted`.
+    `interrupted` / `terminated` / `hangup`. The task is cancelled once: a second signal
+    (Ctrl-C twice, INT then TERM) lets the bundle finish and says so; a third exits at once
+    (`os._exit`), saying what is left incomplete.
     """
 
     def __init__(self, progress: RunProgress | EvalProgress) -> None:
         self.progress = progress
         self.received: Stopped | None = None
+        self.count = 0
         self._task = asyncio.current_task()
         self._installed: list[signal.Signals] = []
 
@@ -145,16 +153,49 @@ class StopSignals:
 
     def _stop(self, sig: signal.Signals, reason: str) -> None:
         log.info("%s received: stopping the run", sig.name)
-        if self.received is not None:
-            return
-        self.received = Stopped(sig.value, reason)
-        self.progress.stop_reason = reason
-        if self._task is not None:
-            self._task.cancel()
+        self.count += 1
+        if self.received is None:
+            self.received = Stopped(sig.value, reason)
+            self.progress.stop_reason = reason
+            if self._task is not None:
+                self._task.cancel()
+        elif self.count < FORCE_AFTER:
+            _say(
+                f"{sig.name}: still finishing the bundle, please wait (once more exits at "
+                "once and leaves it incomplete)"
+            )
+        else:
+            _say(f"{sig.name}: forced exit: {incomplete(self.progress)}")
+            os._exit(self.received.exit_code)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, flushed (inside a signal callback, before a forced exit)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def incomplete(progress: RunProgress | EvalProgress) -> str:
+    """What a forced exit leaves unfinished: the bundle's missing files, or the eval's items."""
+    from duplex_client.bundle.layout import BundleLayout
+
+    if isinstance(progress, EvalProgress):
+        return (
+            f"{progress.running} running item(s) left unfinished and the eval summary not "
+            "updated (run the same command again to resume)"
+        )
+    if progress.bundle_dir is None:
+        return "no bundle was written yet"
+    layout = BundleLayout(progress.bundle_dir)
+    missing = [p.name for p in (layout.timeline, layout.output, layout.result) if not p.exists()]
+    if not missing:
+        return f"{progress.bundle_dir} has its result.json, but files may be partly written"
+    return f"{progress.bundle_dir} is incomplete (not written: {', '.join(missing)})"
 
 
 async def until_stopped(progress: RunProgress | EvalProgress, work: Awaitable[T]) -> T:
-    """`work` under `StopSignals`: a SIGTERM/SIGHUP that cancelled it is raised as `Stopped`."""
+    """`work` under `StopSignals`: a signal that cancelled it is raised as `Stopped`."""
     with StopSignals(progress) as stops:
         try:
             return await work

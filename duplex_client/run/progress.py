@@ -33,6 +33,8 @@ class RunProgress:
     #: Why the run is being cancelled, set by whoever cancels it (`terminated`, `hangup`);
     #: None reads as `interrupted` (Ctrl-C).
     stop_reason: str | None = None
+    #: The run's bundle, once it is open (what a forced exit names as incomplete).
+    bundle_dir: Path | None = None
     #: Whether the run keeps the file-run figures up to date (about ten times a second). Off
     #: when nothing shows or logs them (a run's own default progress, `--quiet`, `--json`).
     figures: bool = True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,23 @@ def open_bundle(output_dir: Path | None) -> RunBundle:
         ) from None
 
 
+async def finish_regardless(work: Awaitable[None]) -> None:
+    """Run `work` to its end even when this task is cancelled meanwhile; a cancel that came
+    is raised once it is done (the work's own failure is raised as it is)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
 def _dropped(reason: str | None) -> bool:
     """Whether a session ended because its socket dropped."""
     return reason is not None and reason.startswith("disconnect")
@@ -210,15 +227,20 @@ class SessionRun:
         finally:
             if ticker is not None:
                 ticker.cancel()
-            await self._close()
-            self._complete(result, started)
-            await self._measure(result)
-            result.warnings = list(self.progress.warnings)  # media, model, listening notes
-            # fsync'd file writes: off the loop, where other sessions may be pacing
-            await asyncio.shield(asyncio.to_thread(self._write_final, result.to_dict()))
+            # A second stop (Ctrl-C twice) waits for the bundle: it is never left half written.
+            await finish_regardless(self._finish(result, started))
         if refused is not None:
             raise refused
         return result
+
+    async def _finish(self, result: RunResult, started: float) -> None:
+        """Close, judge, measure and write the last files of the bundle."""
+        await self._close()
+        self._complete(result, started)
+        await self._measure(result)
+        result.warnings = list(self.progress.warnings)  # media, model, listening notes
+        # fsync'd file writes: off the loop, where other sessions may be pacing
+        await asyncio.to_thread(self._write_final, result.to_dict())
 
     def _write_final(self, doc: dict[str, Any]) -> None:
         """The last files: session.json (final attachment generation), then result.json."""
