@@ -28,7 +28,7 @@ from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.recorded import RecordedInput
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.replay.bundle_replay import RecordedRun, replay_bundle
+from duplex_client.replay.bundle_replay import RecordedRun, check_outside, replay_bundle
 from duplex_client.replay.conditions import (
     NoiseCondition,
     PauseCondition,
@@ -324,6 +324,7 @@ async def sweep_bundle(
     values = check_values(name, list(values))
     if url is not None:
         check_url(url)
+    check_outside(path, output_dir)
     run = await asyncio.to_thread(RecordedRun.load, path)
     recording = Recording.of(run)
     conditions = [build_condition(name, v, recording, seed) for v in values]
