@@ -13,6 +13,7 @@ from duplex_client.client.prefetch import PlanPrefetcher
 from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.delivered import Deliveries
 from duplex_client.framing.framer import Framer
 from duplex_client.framing.pcm_format import DEFAULT_PCM, HasSessionFormat, Retargetable
 from duplex_client.framing.plan import (
@@ -143,6 +144,9 @@ _RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (
 def attach_timeline(timeline: InputTimeline, target: StreamTarget, clock: MediaClock) -> None:
     """Time `timeline` by `clock` and let it hear `target`'s events and reconnections."""
     timeline.clock = clock
+    ledger = getattr(target, "input_ledger", None)
+    if isinstance(ledger, Deliveries):
+        timeline.deliveries = ledger
     if isinstance(target, _Listenable):
         timeline.listen_to(target)
     if isinstance(target, _Reconnecting):

@@ -192,6 +192,7 @@ class SessionRun:
             model=self.model, url=self.client.url, path=bundle.layout.timeline
         )
         self.timeline.set_sliding_window(config.extra_body)
+        self.timeline.deliveries = self.client.input_ledger  # what really left, and was confirmed
         self.activity = SessionActivity()
         self.figures = LiveFigures(self.progress, self.timeline, self.client, self.activity)
         self.stream_result: StreamResult | None = None
