@@ -201,6 +201,12 @@ async def run_eval_async(
             keywords=("output_dir",),
         )
     progress = progress or EvalProgress()
+    extras = sorted({key for item in chosen for key in item.extra})
+    if extras:  # once, not per row: columns that set nothing (a typo of a known one refuses)
+        progress.notes.append(
+            f"manifest column(s) {', '.join(extras)}: not run options, kept as extra summary "
+            "columns"
+        )
     record = settings_record(settings, base)
     changed = changed_options(out / EVAL_FILE, record)
     if changed:

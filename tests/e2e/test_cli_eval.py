@@ -113,6 +113,39 @@ def test_a_csv_manifest_carries_its_extra_columns(
     assert (row["id"], row["speaker"], row["notes"], row["ok"]) == (
         "one", "alice", "first take", "true",
     )  # fmt: skip
+    # the columns that set nothing are said once (issue 32)
+    notes = [n for n in json.loads(done.stdout)["notes"] if "manifest column" in n]
+    assert notes == ["manifest column(s) notes, speaker: not run options, kept as extra summary "
+                     "columns"]  # fmt: skip
+    assert done.stderr.count("manifest column(s) notes, speaker") == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("m.csv", "id,input_audio,tail_silence\none,c.wav,2\n",
+         "m.csv: column 'tail_silence' is one edit away from 'tail_silence_s': rename it"),
+        ("m.csv", "ID,input_audio\none,c.wav\n", "column 'ID' is one edit away from 'id'"),
+        ("m.jsonl", '{"id": "a", "input_audio": "c.wav"}\n{"id": "b", "input_vidoe": "c.wav"}\n',
+         "m.jsonl line 2: column 'input_vidoe' is one edit away from 'input_video'"),
+        ("m.jsonl", '{"id": "a", "input_audio": "c.wav", "tail_silence_ms": 500}\n',
+         "column 'tail_silence_ms' is one edit away from 'tail_silence_s'"),
+    ],
+    ids=["csv tail_silence", "csv ID", "jsonl input_vidoe", "jsonl tail_silence_ms"],
+)
+def test_a_column_typo_refuses_the_manifest_naming_both(
+    media: Path, tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    """`tail_silence` would run with no tail at all: an error, not an extra column (#32)."""
+    (tmp_path / "c.wav").write_bytes((media / "c.wav").read_bytes())
+    manifest = tmp_path / name
+    manifest.write_text(text, encoding="utf-8")
+    out = tmp_path / "eval"
+    done = eval_cli(str(manifest), "--output-dir", str(out), "--url", "ws://127.0.0.1:9")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and message in line, line
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -570,3 +570,21 @@ def test_select_that_leaves_nothing_names_the_filter() -> None:
         select_items(ITEMS, pattern="c/*")
     assert info.value.param == "filter"
     assert info.value.render() == "no item id matches --filter 'c/*'"
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("tail_silence", ["tail_silence_s"]), ("tail_silence_ms", ["tail_silence_s"]),
+        ("Tail-Silence-S", ["tail_silence_s"]), ("input_vidoe", ["input_video"]),
+        ("inpt_audio", ["input_audio"]), ("ID", ["id"]), ("annotation", ["annotations"]),
+        ("instruction", ["instructions"]),
+        # columns of their own: carried to the summary, never refused
+        ("idx", []), ("speaker", []), ("notes", []), ("expected_answer", []), ("lang", []),
+        ("tail_silence_s", []),
+    ],
+)  # fmt: skip
+def test_a_column_one_edit_from_a_known_one_is_a_typo(name: str, meant: list[str]) -> None:
+    from duplex_client.eval.manifest import known_column_like
+
+    assert known_column_like(name) == meant
