@@ -34,6 +34,7 @@ from duplex_client.eval.runner import (
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.run.checks import check_url_options, check_video
 from duplex_client.run.options import RunOptions
 from duplex_client.run.result import EXIT_FAILED, EXIT_OK
 from duplex_client.usage import UsageError
@@ -182,6 +183,8 @@ async def run_eval_async(
         backoff_s=backoff_s,
     )
     _check(settings, urls, export, ray)
+    if urls:
+        check_url_options(base)
     chosen = load_items(items, layout=layout) if isinstance(items, str | os.PathLike) else items
     chosen = select_items(list(chosen), limit=limit, pattern=pattern)
     if export == "fdb" and any(i.fdb_dir is None for i in chosen):
@@ -189,6 +192,8 @@ async def run_eval_async(
             "export fdb needs a Full-Duplex-Bench input tree ({task}/{ID}/input.wav)",
             param="export",
         )
+    if not any(i.input_video or i.replay for i in chosen):
+        check_video(base, video="a video item")  # they would do nothing
     jobs = plan_jobs(chosen, repeat)
     out = Path(output_dir)
     inside = [

@@ -87,6 +87,10 @@ class ItemOutcome:
         )
 
 
+#: The video options at their defaults: what an item without a video runs with.
+VIDEO_DEFAULTS: dict[str, Any] = {"video_fps": 1.0, "stack_frames": 1, "soundtrack": "trim"}
+
+
 def item_options(item: EvalItem, base: RunOptions, bundle_dir: Path) -> RunOptions:
     """The run options of one item: the item's media and its columns over the command line."""
     changes: dict[str, Any] = {
@@ -94,7 +98,12 @@ def item_options(item: EvalItem, base: RunOptions, bundle_dir: Path) -> RunOptio
         "input_audio": item.input_audio,
         "input_image": item.input_image,
         "output_dir": bundle_dir,
+        # the eval's embedded server took these; an item runs against its URL
+        "require_audio": False,
+        "server_script": None,
     }
+    if item.input_video is None:  # the video options are for the set's video items
+        changes.update(VIDEO_DEFAULTS)
     if item.tail_silence_s is not None:
         changes["tail_silence_s"] = item.tail_silence_s
     if item.annotations is not None:

@@ -30,6 +30,7 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import collect_media_warnings
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
+from duplex_client.run.checks import check_url_options
 from duplex_client.run.embedded import embedded_server
 from duplex_client.run.listening import RunListening
 from duplex_client.run.options import DEFAULT_CHUNK_MS, RunOptions, default_run_dir
@@ -68,6 +69,7 @@ async def run_session(
     progress = progress or RunProgress(figures=False)  # nothing displays it
     if url is not None:  # an empty one is refused: it must not mean the embedded server
         check_url(url)
+        check_url_options(options)
         options = await with_listed_model(url, options, progress.warn)
     prepared = prepare(options, inputs=source.inputs)
     with collect_media_warnings(lambda warning: progress.warn(str(warning))):

@@ -178,10 +178,29 @@ def test_bad_eval_options_are_usage_errors(media: Path, tmp_path: Path) -> None:
         (["--concurrency", "0"], "--concurrency"),
         (["--export", "fdb"], "--export"),
         (["--chunk-ms", "0"], "--chunk-ms"),
+        # issue 32: what would reach the server wrong, or do nothing, is refused up front
+        (["--preset", "nemotron", "--manual-commit"], "--manual-commit commits the input"),
+        (["--temperature", "1e12"], "--temperature must be at most 2"),
+        (["--context-max-units", "3"], "--context-max-units is a knob of --sliding-window"),
+        (["--require-audio", "--url", "ws://127.0.0.1:9"], "--require-audio configures"),
     ]:
         done = eval_cli(str(media), "--output-dir", str(out), *args)
         assert done.returncode == 2, done.stderr
         assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert not out.exists()
+
+
+def test_video_options_need_a_video_item(media: Path, tmp_path: Path) -> None:
+    """A set without a video refuses them; in a mixed set they go to the video items only
+    (`test_video_options_go_to_the_video_items`)."""
+    (tmp_path / "c.wav").write_bytes((media / "c.wav").read_bytes())
+    out = tmp_path / "eval"
+    done = eval_cli(str(tmp_path), "--output-dir", str(out), "--stack-frames", "2")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "error: --stack-frames applies to a video item, and there is none: it would not be used"
+    )
+    assert not out.exists()
 
 
 def test_repeat_runs_each_item_k_times(media: Path, script: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
 from duplex_client.framing.writer import FramingError
+from duplex_client.run.checks import frames_note
 from duplex_client.run.options import InputKind, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
@@ -125,6 +126,11 @@ class FileSource:
         """Stream the media, then the tail silence, and commit (where the session takes it)."""
         options = self._options
         assert options is not None, "open() first"
+        if options.input_video:  # the unit grid is known now: say what video_fps amounts to
+            period = link.client.capabilities.chunk_period_ms
+            note = frames_note(options.video_fps, options.stack_frames, period)
+            if note is not None:
+                link.progress.warn(note)
         try:
             return await stream(
                 link.client,
