@@ -227,6 +227,9 @@ class SessionRun:
             result.error = self._explain(exc)
             if _is_device_error(exc):
                 result.exit_code = EXIT_USAGE
+        except Exception as exc:  # unforeseen: raised on, but never a failed result saying nothing
+            result.error = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             if ticker is not None:
                 ticker.cancel()

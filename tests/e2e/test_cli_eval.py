@@ -65,6 +65,25 @@ def test_a_directory_of_clips_runs_every_item_once(
     assert "3 ok, 0 failed" in done.stdout + done.stderr
 
 
+def test_a_directory_takes_the_audio_files_stream_takes(script: Path, tmp_path: Path) -> None:
+    """`.ogg` and `.m4a` are items, as `stream --input-audio` reads them (issue 32)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a.ogg", "b.m4a"):
+        write_audio_file(src / name, 1.5, 16000, 440.0)
+    out = tmp_path / "eval"
+    with servers(script) as (server,):
+        done = eval_cli(str(src), "--output-dir", str(out), "--url", server.url, "--burst")
+    assert done.returncode == 0, done.stderr
+    got = rows(out)
+    assert [(r["id"], r["ok"]) for r in got] == [("a.ogg", True), ("b.m4a", True)]
+    kinds = [
+        json.loads((out / r["bundle"] / "input_timeline.json").read_text())["audio_source"]
+        for r in got
+    ]
+    assert [k["original_format"]["sample_format"] for k in kinds] == ["float32", "float32"]
+
+
 def test_a_jsonl_manifest_overrides_per_row_and_fails_bad_rows_alone(
     media: Path, script: Path, tmp_path: Path
 ) -> None:

@@ -364,3 +364,24 @@ async def test_video_fps_above_the_frames_sent_is_explained(clip: Path, tmp_path
     )
     assert "asks for more frames" not in stacked.stderr
     assert said in " ".join(load(tmp_path / "a", "result.json")["warnings"])
+
+
+async def test_a_truncated_wav_is_streamed_with_a_warning(tmp_path: Path) -> None:
+    """A WAV cut short says so, as a cut MP4 does, and what it holds is sent (issue 32)."""
+    full = write_audio_file(tmp_path / "full.wav", 3.0, 16000, 440.0)
+    data = full.read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(data[: len(data) // 2])
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
+        done = await run_cli(
+            "--url", server.url, "--input-audio", str(cut), "--burst", "--output-dir", str(run)
+        )
+    assert done.returncode == 0, done.stderr
+    said = (
+        f"{cut}: truncated WAV: its header declares 3.00 s of audio, the file holds 1.50 s; "
+        "using what is readable"
+    )
+    assert f"warning: {said}" in done.stderr
+    assert load(run, "result.json")["warnings"] == [said]
+    assert load(run, "input_timeline.json")["audio_source"]["duration_ms"] == 1499

@@ -121,7 +121,7 @@ def test_directory_without_media_is_refused(tmp_path: Path) -> None:
     touch(tmp_path / "readme.txt")
     touch(tmp_path / ".hidden.mp4")
 
-    with pytest.raises(ItemSetError, match=r"no media files \(\.mp4, .*\.mp3\)") as info:
+    with pytest.raises(ItemSetError, match=r"no media files \(\.mp4, .*\.aiff\)") as info:
         load_items(tmp_path, layout="dir")
     assert str(tmp_path) in str(info.value)
 
