@@ -147,6 +147,8 @@ def server_url(url: str | None) -> str | None:
             keywords=(),
         )
     return env
+
+
 ModelOpt = Annotated[
     str | None,
     _opt(

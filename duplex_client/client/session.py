@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Unpack
 
 from duplex_client.client.consumers import Consumers
-from duplex_client.client.deliveries import InputLedger
 from duplex_client.client.consumers import EventListener as EventListener
+from duplex_client.client.deliveries import InputLedger
 from duplex_client.client.driver import Driver
 from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE

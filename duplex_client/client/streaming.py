@@ -268,18 +268,18 @@ async def stream(
     """Frame `source` (+ `tail_silence_s` of silence) onto the session's unit grid and send it.
 
     Append k is released at `t0 + media_end_ms(k)` (realtime) or back to back (asap,
-    `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
-    the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
-    `PcmSource` or an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a
-    `media.Clip`); a video soundtrack gets `soundtrack_policy`, and other audio shorter
-    than the video it comes with is fitted to the video by it (`Framer.plan`'s `video_fit`). To continue a previous stream (same
+    `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime the
+    final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a `PcmSource` or
+    an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a `media.Clip`); a video
+    soundtrack gets `soundtrack_policy`, and other audio shorter than the video it comes with is
+    fitted to the video by it (`Framer.plan`'s `video_fit`). To continue a previous stream (same
     media timeline, unit numbering and t0) pass its result's `position` and `clock`;
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
     (ignored for `now` when `clock` is given). Each append and the commit are recorded in
     `timeline`, which is written to its `path` (if set) when the stream ends; `on_sent` is
-    called with every append as it was sent (after any relabelling). Appends are planned
-    (media decoded and encoded) in a worker thread a few appends ahead of the clock; with an
-    injected `sleep` they are planned inline on the loop's thread, one at a time.
+    called with every append as it was sent (after any relabelling). Appends are planned (media
+    decoded and encoded) in a worker thread a few appends ahead of the clock; with an injected
+    `sleep` they are planned inline on the loop's thread, one at a time.
     `commit` None commits unless the session takes no commits (`takes_commits`: a
     continuous stream ends with `end_stream()`, a commit-free model just listens on). PCM
     goes out in the session's input format (`input_pcm_format`); file sources decode to it.

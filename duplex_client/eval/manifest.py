@@ -52,9 +52,7 @@ def _one_part(a: str, b: str) -> bool:
     if abs(len(pa) - len(pb)) != 1:
         return False
     short, long = (pa, pb) if len(pa) < len(pb) else (pb, pa)
-    return any(
-        len(long[i]) <= 2 and long[:i] + long[i + 1 :] == short for i in range(len(long))
-    )
+    return any(len(long[i]) <= 2 and long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def known_column_like(name: str) -> list[str]:
@@ -69,9 +67,7 @@ def known_column_like(name: str) -> list[str]:
     return [
         known
         for known in KNOWN_COLUMNS
-        if norm == known
-        or (len(known) >= 4 and _one_edit(norm, known))
-        or _one_part(norm, known)
+        if norm == known or (len(known) >= 4 and _one_edit(norm, known)) or _one_part(norm, known)
     ]
 
 

@@ -86,9 +86,9 @@ class Framer:
         (external audio). `video_fit` applies when `pcm` is external audio streamed with the
         video `frames`: shorter than the video, `trim` and `pad` add silence up to the
         video's end and the unit boundary after it (every frame is sent; the audio itself is
-        never cut), `full` sends it as is (frames end with it). Without `pcm`, `frames` alone become VISION units (or fallback
-        units of zero PCM when the session requires audio). The report and position are
-        final once the iterator is exhausted.
+        never cut), `full` sends it as is (frames end with it). Without `pcm`, `frames` alone
+        become VISION units (or fallback units of zero PCM when the session requires audio).
+        The report and position are final once the iterator is exhausted.
         """
         if segment not in SEGMENTS or segment == "tail":
             raise ValueError(f"segment must be 'clip' or 'live', got {segment!r}")

@@ -76,9 +76,7 @@ def _row_problems(row: Mapping[str, Any]) -> list[str]:
     if sent is None:  # never written (the connection was lost): no send time, no lateness
         if late is not None or row.get("written", False):
             out.append("a row without sent_offset_ms must say written: false, lateness_ms null")
-    elif scheduled is not None and (
-        late is None or abs(late - max(0.0, sent - scheduled)) > 0.002
-    ):
+    elif scheduled is not None and (late is None or abs(late - max(0.0, sent - scheduled)) > 0.002):
         out.append("lateness_ms is not max(0, sent - scheduled)")
     kind, frames = row["unit_kind"], row["frames"]
     if (kind is None) != (row["unit_index"] is None):

@@ -22,8 +22,8 @@ from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.client.resume import ReconnectListener
 from duplex_client.client.session import EventListener
-from duplex_client.client.transport import check_url
 from duplex_client.client.streaming import StreamTarget
+from duplex_client.client.transport import check_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.recorded import RecordedInput

@@ -55,6 +55,7 @@ def check_temperature(value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise UsageError(f"temperature must be a finite number, got {value!r}", param="temperature")
+    value = float(value)
     if value < 0:
         raise UsageError(f"temperature must be >= 0, got {value:g}", param="temperature")
     if value > MAX_TEMPERATURE:
@@ -70,7 +71,8 @@ def check_window(options: RunOptions) -> None:
     knobs = options.window_knobs
     if not isinstance(knobs, Mapping):
         raise UsageError(
-            f"window_knobs must be a mapping of knob to integer, got {knobs!r}", param="window_knobs"
+            f"window_knobs must be a mapping of knob to integer, got {knobs!r}",
+            param="window_knobs",
         )
     for name, value in knobs.items():
         mode = WINDOW_KNOBS.get(name)
@@ -157,7 +159,8 @@ def check_video(options: RunOptions, *, video: str = "input_video") -> None:
 
 def check_url_options(options: RunOptions) -> None:
     """With a URL, the embedded server's options would do nothing."""
-    for name, value in (("require_audio", options.require_audio), ("server_script", options.server_script)):
+    embedded = {"require_audio": options.require_audio, "server_script": options.server_script}
+    for name, value in embedded.items():
         if value:
             raise UsageError(
                 f"{name} configures the embedded reference server, and url names another "

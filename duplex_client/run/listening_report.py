@@ -73,7 +73,10 @@ class SentAudio:
         if not self.fmt.is_float:
             return np.frombuffer(data, dtype="<i2").copy()
         floats = np.nan_to_num(np.frombuffer(data, dtype="<f4"), nan=0.0, posinf=1.0, neginf=-1.0)
-        return np.clip(np.rint(floats * 32768.0), -32768, 32767).astype(np.int16)
+        pcm: npt.NDArray[np.int16] = np.clip(np.rint(floats * 32768.0), -32768, 32767).astype(
+            np.int16
+        )
+        return pcm
 
     def discard(self) -> None:
         """Close and remove the file."""

@@ -142,13 +142,22 @@ def test_a_csv_manifest_carries_its_extra_columns(
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
-        ("m.csv", "id,input_audio,tail_silence\none,c.wav,2\n",
-         "m.csv: column 'tail_silence' is one edit away from 'tail_silence_s': rename it"),
+        (
+            "m.csv",
+            "id,input_audio,tail_silence\none,c.wav,2\n",
+            "m.csv: column 'tail_silence' is one edit away from 'tail_silence_s': rename it",
+        ),
         ("m.csv", "ID,input_audio\none,c.wav\n", "column 'ID' is one edit away from 'id'"),
-        ("m.jsonl", '{"id": "a", "input_audio": "c.wav"}\n{"id": "b", "input_vidoe": "c.wav"}\n',
-         "m.jsonl line 2: column 'input_vidoe' is one edit away from 'input_video'"),
-        ("m.jsonl", '{"id": "a", "input_audio": "c.wav", "tail_silence_ms": 500}\n',
-         "column 'tail_silence_ms' is one edit away from 'tail_silence_s'"),
+        (
+            "m.jsonl",
+            '{"id": "a", "input_audio": "c.wav"}\n{"id": "b", "input_vidoe": "c.wav"}\n',
+            "m.jsonl line 2: column 'input_vidoe' is one edit away from 'input_video'",
+        ),
+        (
+            "m.jsonl",
+            '{"id": "a", "input_audio": "c.wav", "tail_silence_ms": 500}\n',
+            "column 'tail_silence_ms' is one edit away from 'tail_silence_s'",
+        ),
     ],
     ids=["csv tail_silence", "csv ID", "jsonl input_vidoe", "jsonl tail_silence_ms"],
 )

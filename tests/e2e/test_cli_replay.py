@@ -96,9 +96,7 @@ def test_an_output_directory_in_the_replayed_bundle_is_refused(
     what = "is the bundle being replayed" if where == "." else "is inside the bundle"
     assert line.startswith(f"error: --output-dir {out} {what} ({bundle}): the replay would")
     assert {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()} == before
-    assert sorted(p.name for p in bundle.iterdir()) == sorted(
-        p.name for p in recorded[0].iterdir()
-    )
+    assert sorted(p.name for p in bundle.iterdir()) == sorted(p.name for p in recorded[0].iterdir())
 
 
 def test_a_bundle_without_payloads_says_how_to_record_one(
