@@ -131,16 +131,18 @@ class StopSignals:
     (`os._exit`), saying what is left incomplete.
     """
 
-    def __init__(self, progress: RunProgress | EvalProgress) -> None:
+    def __init__(self, progress: RunProgress | EvalProgress, *, sigint: bool = True) -> None:
         self.progress = progress
         self.received: Stopped | None = None
         self.count = 0
         self._task = asyncio.current_task()
         self._installed: list[signal.Signals] = []
+        #: Without SIGINT, the caller keeps its own Ctrl-C (`live`: the first one quits).
+        self._signals = {s: r for s, r in STOP_SIGNALS.items() if sigint or s != signal.SIGINT}
 
     def __enter__(self) -> StopSignals:
         loop = asyncio.get_running_loop()
-        for sig, reason in STOP_SIGNALS.items():
+        for sig, reason in self._signals.items():
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._stop, sig, reason)
                 self._installed.append(sig)
@@ -165,8 +167,13 @@ class StopSignals:
                 "once and leaves it incomplete)"
             )
         else:
-            _say(f"{sig.name}: forced exit: {incomplete(self.progress)}")
-            os._exit(self.received.exit_code)
+            force_exit(sig, self.progress, self.received.exit_code)
+
+
+def force_exit(sig: signal.Signals, progress: RunProgress | EvalProgress, code: int) -> None:
+    """Exit at once (no more waiting for the bundle), saying what is left incomplete."""
+    _say(f"{sig.name}: forced exit: {incomplete(progress)}")
+    os._exit(code)
 
 
 def _say(line: str) -> None:
@@ -194,9 +201,11 @@ def incomplete(progress: RunProgress | EvalProgress) -> str:
     return f"{progress.bundle_dir} is incomplete (not written: {', '.join(missing)})"
 
 
-async def until_stopped(progress: RunProgress | EvalProgress, work: Awaitable[T]) -> T:
+async def until_stopped(
+    progress: RunProgress | EvalProgress, work: Awaitable[T], *, sigint: bool = True
+) -> T:
     """`work` under `StopSignals`: a signal that cancelled it is raised as `Stopped`."""
-    with StopSignals(progress) as stops:
+    with StopSignals(progress, sigint=sigint) as stops:
         try:
             return await work
         except asyncio.CancelledError:

@@ -158,3 +158,18 @@ def _with_paths(doc: dict[str, Any], path: str) -> dict[str, Any]:
     moved = copy.deepcopy(doc)
     moved["audio_source"]["path"] = moved["video"]["path"] = path
     return moved
+
+
+def test_a_wav_padded_to_its_video_rederives_to_the_bytes_sent(tmp_path: Path) -> None:
+    """A WAV shorter than its video was padded to it (issue 32): replay re-derives the same."""
+    clip = write_clip(tmp_path / "clip.mp4", video_seconds=2.2, fps=5)
+    wav = write_audio_file(tmp_path / "q.wav", 0.9, 16000, 440.0)
+    doc = _record(tmp_path, "run", input_video=str(clip), input_audio=str(wav))
+    assert doc["audio_source"]["fitted_to_video"]["policy"] == "trim"
+    assert doc["appends"][-1]["media_end_ms"] == 3000  # 2.2 s of video, padded to the unit
+    pcm, image = rederive(doc)
+    kept = KeptPayloads(tmp_path / "run", doc["appends"])
+    for row in doc["appends"]:
+        assert pcm(row) == kept.pcm(row)
+        for frame in row["frames"]:
+            assert image(row, frame) == kept.image(row, frame) != b""
