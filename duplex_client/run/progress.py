@@ -33,12 +33,11 @@ class RunProgress:
     #: Why the run is being cancelled, set by whoever cancels it (`terminated`, `hangup`);
     #: None reads as `interrupted` (Ctrl-C).
     stop_reason: str | None = None
-    #: The run's bundle, once it is open (what a forced exit names as incomplete).
-    bundle_dir: Path | None = None
     #: Whether the run keeps the file-run figures up to date (about ten times a second). Off
     #: when nothing shows or logs them (a run's own default progress, `--quiet`, `--json`).
     figures: bool = True
-    #: The run's bundle, once it is open (a stopped run's caller names it).
+    #: The run's bundle, once it is open (a stopped run's caller names it, and what a forced
+    #: exit left incomplete).
     bundle_dir: Path | None = None
     # --- a live run's figures, kept by its device source ---
     turn: str = "model"
