@@ -189,7 +189,7 @@ def eval_command(
     except KeyboardInterrupt:
         _interrupted(err, progress, output_dir, "interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Stopped as exc:  # SIGTERM / SIGHUP: 143 / 129
+    except Stopped as exc:  # SIGINT / SIGTERM / SIGHUP: 130 / 143 / 129
         _interrupted(err, progress, output_dir, exc.reason)
         raise typer.Exit(exc.exit_code) from None
     except Exception as exc:  # usage (2), a bug (1)

@@ -110,7 +110,7 @@ def usage_message(exc: BaseException) -> str:
 
 
 class Stopped(Exception):
-    """The run was stopped by SIGTERM or SIGHUP (the bundle is finished)."""
+    """The run was stopped by SIGINT, SIGTERM or SIGHUP (the bundle is finished)."""
 
     def __init__(self, signum: int, reason: str) -> None:
         super().__init__(reason)
@@ -118,7 +118,7 @@ class Stopped(Exception):
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal number (143 for SIGTERM, 129 for SIGHUP)."""
+        """128 + the signal number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP)."""
         return 128 + self.signum
 
 

@@ -34,7 +34,7 @@ from duplex_client.eval.runner import (
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
-from duplex_client.run.checks import check_url_options, check_video
+from duplex_client.run.checks import check_images, check_url_options, check_video
 from duplex_client.run.options import RunOptions
 from duplex_client.run.result import EXIT_FAILED, EXIT_OK
 from duplex_client.usage import UsageError
@@ -192,8 +192,10 @@ async def run_eval_async(
             "export fdb needs a Full-Duplex-Bench input tree ({task}/{ID}/input.wav)",
             param="export",
         )
-    if not any(i.input_video or i.replay for i in chosen):
-        check_video(base, video="a video item")  # they would do nothing
+    if not any(i.input_video or i.replay for i in chosen):  # they would do nothing
+        check_video(base, video="a video item")
+        if not any(i.input_image for i in chosen):
+            check_images(base, images="a video or image item")
     jobs = plan_jobs(chosen, repeat)
     out = Path(output_dir)
     inside = [

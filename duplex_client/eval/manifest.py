@@ -47,12 +47,16 @@ def _one_edit(a: str, b: str) -> bool:
 
 
 def _one_part(a: str, b: str) -> bool:
-    """One `_`-separated part of at most two characters (a unit: `s`, `ms`) added or dropped."""
+    """One `_`-separated part of at most two letters (a unit: `s`, `ms`) added or dropped
+    (`input_audio_2` is a column of its own)."""
     pa, pb = a.split("_"), b.split("_")
     if abs(len(pa) - len(pb)) != 1:
         return False
     short, long = (pa, pb) if len(pa) < len(pb) else (pb, pa)
-    return any(len(long[i]) <= 2 and long[:i] + long[i + 1 :] == short for i in range(len(long)))
+    return any(
+        len(long[i]) <= 2 and long[i].isalpha() and long[:i] + long[i + 1 :] == short
+        for i in range(len(long))
+    )
 
 
 def known_column_like(name: str) -> list[str]:

@@ -4,9 +4,10 @@ Each check refuses (`UsageError`, one line naming the keywords) what the client 
 wrong before anything is opened: a sliding-window knob without its mode (it is never sent)
 or out of range, a temperature outside the protocol's 0..2, function tools for a model family
 that calls none, a reference voice its preset never sends, session options next to a `config`
-that is sent as is, video options without a video, and the embedded server's options with a
-URL. `frames_note` explains, once the unit grid is known, a `video_fps` above the frames a
-unit carries.
+that is sent as is, video options without a video, image options without an image to send,
+reconnect attempts without reconnecting, and the embedded server's options with a URL.
+`frames_note` explains, once the unit grid is known, a `video_fps` above the frames a unit
+carries.
 """
 
 from __future__ import annotations
@@ -35,8 +36,18 @@ MAX_WINDOW_KNOB: Final = 10_000_000
 MAX_TEMPERATURE: Final = 2.0
 #: Options that shape the session config, unused when a `config` is sent as is.
 _SESSION_OPTIONS: Final = ("instructions", "temperature", "sliding_window", "manual_commit")
-#: Options of a video input: (name, default).
-_VIDEO_OPTIONS: Final = (("video_fps", 1.0), ("stack_frames", 1), ("soundtrack", "trim"))
+#: Options of a video input, at the values a run without a video has.
+VIDEO_OPTIONS: Final[dict[str, Any]] = {"video_fps": 1.0, "stack_frames": 1, "soundtrack": "trim"}
+#: Frame settings of a file run when the options leave them to the input.
+FILE_FRAME_MAX_SIDE: Final = 0
+FILE_JPEG_QUALITY: Final = 90
+#: Options of the images sent (a video's frames, a still image): the values that change nothing.
+IMAGE_OPTIONS: Final[dict[str, tuple[Any, ...]]] = {
+    "frame_max_side": (None, FILE_FRAME_MAX_SIDE),
+    "jpeg_quality": (None, FILE_JPEG_QUALITY),
+}
+#: Reconnect attempts when none are given.
+DEFAULT_RECONNECT_ATTEMPTS: Final = 5
 
 
 def check_more(options: RunOptions, inputs: InputKind) -> None:
@@ -45,8 +56,10 @@ def check_more(options: RunOptions, inputs: InputKind) -> None:
     check_window(options)
     check_family(options)
     check_config(options)
+    check_reconnect(options)
     if inputs == "files":
         check_video(options)
+        check_images(options)
 
 
 def check_temperature(value: Any) -> None:
@@ -120,7 +133,7 @@ def check_family(options: RunOptions) -> None:
         )
     if options.ref_audio is not None and not family.model_owned_turns:
         chosen = f" (chosen for turn {options.turn})" if options.preset == "auto" else ""
-        takers = ", ".join(f.name for f in FAMILIES if f.reference_voice)
+        takers = ", ".join(f.name for f in FAMILIES if f.model_owned_turns)  # `presets`
         raise UsageError(
             f"ref_audio: the {preset} preset{chosen} sends no reference voice (speech turns: "
             f"its server answers in its own voice); presets that send one: {takers}",
@@ -148,13 +161,39 @@ def check_video(options: RunOptions, *, video: str = "input_video") -> None:
     """The video options of a run without a video (`video`: what would have been one)."""
     if options.input_video:
         return
-    for name, default in _VIDEO_OPTIONS:
+    for name, default in VIDEO_OPTIONS.items():
         if getattr(options, name) != default:
             raise UsageError(
                 f"{name} applies to {video}, and there is none: it would not be used",
                 param=name,
                 keywords=(name, "input_video") if video == "input_video" else (name,),
             )
+
+
+def check_images(options: RunOptions, *, images: str = "input_video or input_image") -> None:
+    """The image options of a run that sends no image (`images`: what would have sent one)."""
+    if options.input_video or options.input_image:
+        return
+    for name, idle in IMAGE_OPTIONS.items():
+        if getattr(options, name) not in idle:
+            named = ("input_video", "input_image") if images.startswith("input_") else ()
+            raise UsageError(
+                f"{name} applies to the images sent ({images}), and there are none: it would "
+                "not be used",
+                param=name,
+                keywords=(name, *named),
+            )
+
+
+def check_reconnect(options: RunOptions) -> None:
+    """Reconnect attempts are unused when reconnecting is off."""
+    if not options.reconnect and options.reconnect_attempts != DEFAULT_RECONNECT_ATTEMPTS:
+        raise UsageError(
+            "reconnect_attempts is unused: reconnecting is off, so a dropped connection ends "
+            "the run",
+            param="reconnect_attempts",
+            keywords=("reconnect_attempts",),
+        )
 
 
 def check_url_options(options: RunOptions) -> None:

@@ -23,7 +23,7 @@ from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
 from duplex_client.protocol.errors import DuplexClientError
-from duplex_client.run.checks import check_more
+from duplex_client.run.checks import DEFAULT_RECONNECT_ATTEMPTS, check_more
 from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
 from duplex_client.run.turns import COMMIT_TURNS, TURN_MODES, TurnMode, no_commits_error
 from duplex_client.usage import UsageError
@@ -206,7 +206,7 @@ class RunOptions:
     #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
     handshake_timeout_s: float = 30.0
     reconnect: bool = True
-    reconnect_attempts: int = 5
+    reconnect_attempts: int = DEFAULT_RECONNECT_ATTEMPTS
     # --- the embedded server (no URL) ---
     require_audio: bool = False
     #: A JSON script for the embedded server's scripted engine.

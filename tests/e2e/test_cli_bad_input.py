@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from duplex_cli.options import server_url
 
 from duplex_client.server import ReferenceServer
+from duplex_client.usage import UsageError
 from tests.e2e.helpers import CLI, ENV, load, run_cli
 from tests.integration.resilience.bad_inputs import (
     CASES,
@@ -54,8 +56,31 @@ async def test_bad_input(case: Case, tmp_path: Path, urls: dict[str, str]) -> No
         assert not run.exists()
 
 
-@pytest.mark.parametrize("command", ["stream", "eval", "replay"])
-@pytest.mark.parametrize("value", ["", "  "])
+EMPTY_DUPLEX_URL = (
+    "DUPLEX_URL is set but empty: give ws://host:port or http://host:port, or unset it for the "
+    "embedded reference server"
+)
+
+
+def test_server_url_falls_back_to_duplex_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--url` wins; without it `DUPLEX_URL`; set but empty or blank, a usage error (#32)."""
+    monkeypatch.delenv("DUPLEX_URL", raising=False)
+    assert server_url(None) is None  # the embedded server
+    monkeypatch.setenv("DUPLEX_URL", "ws://gpu:8000")
+    assert server_url(None) == "ws://gpu:8000"
+    assert server_url("ws://other:9") == "ws://other:9"
+    assert server_url("") == ""  # given: `run_session` refuses it (the `empty URL` case)
+    for value in ("", "  "):
+        monkeypatch.setenv("DUPLEX_URL", value)
+        with pytest.raises(UsageError) as info:
+            server_url(None)
+        assert info.value.render() == EMPTY_DUPLEX_URL
+        assert server_url("ws://other:9") == "ws://other:9"  # --url wins over it
+
+
+@pytest.mark.parametrize(
+    ("command", "value"), [("stream", ""), ("eval", "  "), ("replay", ""), ("web", " ")]
+)
 def test_an_empty_duplex_url_is_a_usage_error(command: str, value: str, tmp_path: Path) -> None:
     """`DUPLEX_URL=` (set, but empty or blank) never falls back to the embedded server."""
     wav = write_audio_file(tmp_path / "q.wav", 0.5, 16000, 440.0)
@@ -64,20 +89,18 @@ def test_an_empty_duplex_url_is_a_usage_error(command: str, value: str, tmp_path
         "stream": ["stream", "--input-audio", str(wav), "--output-dir", str(out)],
         "eval": ["eval", str(tmp_path), "--output-dir", str(out)],
         "replay": ["replay", str(tmp_path), "-o", str(out)],
+        "web": ["web", "--no-open", "--output-dir", str(out)],
     }[command]
     done = subprocess.run(
         [CLI, *args], env={**ENV, "DUPLEX_URL": value}, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.strip() == (
-        "error: DUPLEX_URL is set but empty: give ws://host:port or http://host:port, or unset "
-        "it for the embedded reference server"
-    )
+    assert done.stderr.strip() == f"error: {EMPTY_DUPLEX_URL}"
     assert not out.exists()
 
 
 async def test_duplex_url_names_the_server(tmp_path: Path) -> None:
-    """Without `--url`, `DUPLEX_URL` is the server (and `--url` wins over it)."""
+    """Without `--url`, `DUPLEX_URL` is the server."""
     wav = write_audio_file(tmp_path / "q.wav", 0.5, 16000, 440.0)
     async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
         proc = await asyncio.create_subprocess_exec(

@@ -59,7 +59,16 @@ async def test_the_recorded_input_is_the_speech_sent_in_every_format(
     closing_unit = int(true_end // family.chunk_period_ms)
     script = Script.from_dict(
         {
-            "rules": [{"on": "unit", "index": closing_unit, "do": "speak", "delay_ms": 500}],
+            "rules": [
+                {
+                    "on": "unit",
+                    "index": closing_unit,
+                    "do": "speak",
+                    "delay_ms": 500,
+                    "text": "yes",
+                    "audio_ms": 300,
+                }
+            ],
             "defaults": {"commit": {"do": "listen"}},
         }
     )

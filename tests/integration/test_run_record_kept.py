@@ -20,6 +20,16 @@ from duplex_client.server import ReferenceServer
 from duplex_client.usage import UsageError
 
 
+def _wav(path: Path, seconds: int) -> Path:
+    """A quiet 16 kHz PCM16 WAV."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\x10\x00" * 16000 * seconds)
+    return path
+
+
 async def test_finish_regardless_runs_to_the_end_then_raises_the_cancel() -> None:
     done: list[str] = []
 
@@ -46,12 +56,7 @@ async def test_finish_regardless_raises_the_works_own_failure() -> None:
 
 
 async def test_a_run_cancelled_twice_writes_its_result(tmp_path: Path) -> None:
-    wav = tmp_path / "long.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(b"\x10\x00" * 16000 * 20)
+    wav = _wav(tmp_path / "long.wav", 20)
     run = tmp_path / "run"
     async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
         task = asyncio.create_task(stream_clip(server.url, input_audio=str(wav), output_dir=run))
@@ -79,12 +84,7 @@ class _Failing(FileSource):
 
 async def test_an_unforeseen_failure_is_in_result_json(tmp_path: Path) -> None:
     """The run raises on, but its result.json says what failed, never `error: null` (#32)."""
-    wav = tmp_path / "q.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(b"\x10\x00" * 16000)
+    wav = _wav(tmp_path / "q.wav", 1)
     run = tmp_path / "run"
     options = RunOptions(input_audio=str(wav), output_dir=run)
     async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
@@ -95,22 +95,11 @@ async def test_an_unforeseen_failure_is_in_result_json(tmp_path: Path) -> None:
     assert result["error"] == "RuntimeError: the sender broke"
 
 
-async def test_aura_with_audio_only_never_leaves_a_silent_failure(tmp_path: Path) -> None:
-    """Refused up front, or failed with its reason in result.json (never `error: null`)."""
-    wav = tmp_path / "q.wav"
-    with wave.open(str(wav), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(b"\x10\x00" * 16000)
+async def test_aura_with_audio_only_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Its family needs video on every unit: a usage error up front, never a bundle whose
+    result.json says `error: null` (#32; a server requiring video: the bad-input table)."""
+    wav = _wav(tmp_path / "q.wav", 1)
     run = tmp_path / "run"
-    async with ReferenceServer(profile="aura", engine="scripted") as server:
-        try:
-            await stream_clip(server.url, input_audio=str(wav), preset="aura", output_dir=run)
-        except UsageError:  # refused before anything was sent: no bundle at all
-            assert not (run / "result.json").exists()
-            return
-        except ValueError:  # FramingError: failed in the session, recorded
-            pass
-    result = json.loads((run / "result.json").read_text())
-    assert result["ok"] is False and "requires video" in (result["error"] or "")
+    with pytest.raises(UsageError, match=r"preset aura .* requires video on every unit"):
+        await stream_clip("ws://127.0.0.1:9", input_audio=str(wav), preset="aura", output_dir=run)
+    assert not run.exists()

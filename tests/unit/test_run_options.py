@@ -72,6 +72,7 @@ def test_bad_numbers_are_one_line_naming_the_keyword(options: dict[str, Any], me
 def test_the_bounds_themselves_are_accepted() -> None:
     RunOptions(
         input_audio="a.wav",
+        input_image="i.jpg",  # jpeg_quality applies to the images sent
         tail_silence_s=MAX_SECONDS,
         chunk_ms=MAX_CHUNK_MS,
         timeout_s=MAX_SECONDS,

@@ -11,15 +11,12 @@ from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
 from duplex_client.framing.writer import FramingError
-from duplex_client.run.checks import frames_note
+from duplex_client.run.checks import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY, frames_note
 from duplex_client.run.options import InputKind, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
 from duplex_client.usage import UsageError
-
-#: Frame settings of a file run when the options leave them to the input.
-FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY = 0, 90
 
 
 def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:

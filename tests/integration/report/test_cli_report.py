@@ -88,28 +88,3 @@ def test_an_eval_gets_an_index_page_and_its_items_pages(tmp_path: Path) -> None:
     assert "warning" in done.stderr  # the corrupt clip's item has no page, and says so
     image = cv2.imread(str(png))
     assert image is not None and image.std() > 10
-
-
-@pytest.mark.parametrize(
-    ("keep", "note"),
-    [
-        (0.5, "conversation.wav is cut short: it holds"),
-        (0.0, "conversation.wav holds no audio (its header declares"),
-    ],
-    ids=["cut in half", "header only"],
-)
-def test_a_cut_wav_is_noted_not_drawn_as_an_empty_track(
-    runs: tuple[Path, Path], tmp_path: Path, keep: float, note: str
-) -> None:
-    """The page says the track is incomplete instead of drawing silence (issue 32)."""
-    import shutil
-
-    bundle = tmp_path / "bundle"
-    shutil.copytree(runs[0], bundle)
-    wav = bundle / "conversation.wav"
-    data = wav.read_bytes()
-    wav.write_bytes(data[: 44 + int((len(data) - 44) * keep)])
-    out = tmp_path / "page.html"
-    done = report(str(bundle), "-o", str(out))
-    assert done.returncode == 0, done.stderr
-    assert note in out.read_text(encoding="utf-8")

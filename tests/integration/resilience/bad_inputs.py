@@ -135,6 +135,17 @@ CASES = [
          {"input_audio": "{wav}", "video_fps": 2.0}, 2,
          "--video-fps applies to --input-video, and there is none: it would not be used",
          api_message="video_fps applies to input_video, and there is none"),
+    Case("image options without an image", ["--input-audio", "{wav}", "--frame-max-side",
+         "320"], {"input_audio": "{wav}", "frame_max_side": 320}, 2,
+         "--frame-max-side applies to the images sent (--input-video or --input-image), and "
+         "there are none: it would not be used",
+         api_message="frame_max_side applies to the images sent (input_video or input_image)"),
+    Case("reconnect attempts without reconnecting", ["--input-audio", "{wav}", "--no-reconnect",
+         "--reconnect-attempts", "3"],
+         {"input_audio": "{wav}", "reconnect": False, "reconnect_attempts": 3}, 2,
+         "--reconnect-attempts is unused: reconnecting is off, so a dropped connection ends "
+         "the run",
+         api_message="reconnect_attempts is unused: reconnecting is off"),
     Case("reference voice on a speech-turn preset", ["--input-audio", "{wav}", "--preset",
          "joyai", "--ref-audio", "{wav}"],
          {"input_audio": "{wav}", "preset": "joyai", "ref_audio": "{wav}"}, 2,
