@@ -34,9 +34,17 @@ async def urls() -> AsyncIterator[dict[str, str]]:
         yield found
 
 
+@pytest.fixture(scope="module")
+def names(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The input files of every case, made once (no case changes them)."""
+    folder = tmp_path_factory.mktemp("bad_inputs")
+    return make_inputs(folder, write_sample_clip(folder / "clip.mp4"))
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-async def test_bad_input(case: Case, tmp_path: Path, urls: dict[str, str]) -> None:
-    names = make_inputs(tmp_path, write_sample_clip(tmp_path / "clip.mp4"))
+async def test_bad_input(
+    case: Case, tmp_path: Path, urls: dict[str, str], names: dict[str, str]
+) -> None:
     args = [fill(a, names) for a in case.cli]
     run = tmp_path / "run"
     if "--output-dir" not in args:
