@@ -177,11 +177,24 @@ def print_summary(console: Console, result: RunResult) -> None:
     counts = result.counts
     if counts:
         units = counts.get("units", {})
-        table.add_row(
-            "sent",
-            f"{counts.get('appends', 0)} appends, {counts.get('audio_ms', 0)} ms audio, units "
-            + ", ".join(f"{k} {v}" for k, v in units.items()),
-        )
+        appends, written = counts.get("appends", 0), counts.get("appends_written")
+        if written is None or written == appends:
+            table.add_row(
+                "sent",
+                f"{appends} appends, {counts.get('audio_ms', 0)} ms audio, units "
+                + ", ".join(f"{k} {v}" for k, v in units.items()),
+            )
+        else:  # the connection was lost: what was queued never left
+            audio = counts.get("audio_ms_written", 0)
+            table.add_row("sent", f"{written} appends, {audio} ms audio")
+            table.add_row(
+                "not sent",
+                Text(
+                    f"{appends - written} appends ({counts.get('audio_ms', 0) - audio} ms audio) "
+                    "queued while the connection was down never left",
+                    style="red",
+                ),
+            )
         table.add_row(
             "decisions",
             f"{counts.get('speak', 0)} speak, {counts.get('listen', 0)} listen "

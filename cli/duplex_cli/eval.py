@@ -21,6 +21,7 @@ from duplex_cli.options import (
     VerboseOpt,
     _opt,
     choices,
+    server_url,
 )
 from duplex_cli.run_flags import takes_run_flags
 from duplex_cli.running import (
@@ -97,7 +98,8 @@ def eval_command(
         _opt(
             panel=SERVER,
             metavar="URL",
-            help="Server URL; give it again for more endpoints. Default: an embedded server.",
+            help="Server URL; give it again for more endpoints (or DUPLEX_URL). Default: an "
+            "embedded server.",
         ),
     ] = None,
     concurrency: Annotated[
@@ -179,12 +181,15 @@ def eval_command(
         "progress": progress,
     }
     try:
+        env_url = None if url else server_url(None)
+        if env_url is not None:
+            kwargs["urls"] = [env_url]
         with EvalDisplay(progress, enabled=show):
             result = asyncio.run(_main(source, kwargs, progress))
     except KeyboardInterrupt:
         _interrupted(err, progress, output_dir, "interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Stopped as exc:  # SIGTERM / SIGHUP: 143 / 129
+    except Stopped as exc:  # SIGINT / SIGTERM / SIGHUP: 130 / 143 / 129
         _interrupted(err, progress, output_dir, exc.reason)
         raise typer.Exit(exc.exit_code) from None
     except Exception as exc:  # usage (2), a bug (1)

@@ -39,16 +39,26 @@ from duplex_cli.options import (
     UrlOpt,
     VerboseOpt,
     choices,
+    server_url,
 )
 from duplex_cli.protocol_log import LoggedRunProgress, log_result
-from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
+from duplex_cli.running import (
+    FORCE_AFTER,
+    fail,
+    force_exit,
+    note,
+    print_json,
+    setup_logging,
+    stderr_console,
+    until_stopped,
+)
 from duplex_client.families import auto_preset
 from duplex_client.media.devices.keys import KeyInput, NoKeys, TerminalKeys
 from duplex_client.run.controls import LiveControls
 from duplex_client.run.live import run_live
 from duplex_client.run.options import RunOptions
 from duplex_client.run.progress import RunProgress
-from duplex_client.run.result import RunResult
+from duplex_client.run.result import EXIT_INTERRUPTED, RunResult
 from duplex_client.run.sources.devices import controls_for
 
 Opt = typer.Option
@@ -220,8 +230,8 @@ def live_command(
     show = sys.stdout.isatty() and not json_output and not quiet
     keys: KeyInput = TerminalKeys() if sys.stdin.isatty() else NoKeys()
     progress = LoggedRunProgress(figures=False)  # the device source keeps live's own
-    progress.url = url
     try:
+        progress.url = url = server_url(url)
         options.validate(inputs="devices")
         controls = controls_for(options)
         result = asyncio.run(_main(url, options, progress, controls, keys, show))
@@ -243,7 +253,8 @@ async def _main(
     keys: KeyInput,
     show: bool,
 ) -> RunResult:
-    """Run with Ctrl-C as a clean stop (a second Ctrl-C aborts) and keys while running.
+    """Run with Ctrl-C as a clean stop (a second Ctrl-C aborts, the bundle still finished; a
+    third exits at once, naming what is incomplete) and keys while running.
 
     SIGTERM and SIGHUP cancel at once (the bundle is still finished): exit 143 / 129.
     """
@@ -255,6 +266,8 @@ async def _main(
         nonlocal presses
         presses += 1
         controls.apply("quit")
+        if presses >= FORCE_AFTER:
+            force_exit(signal.SIGINT, progress, EXIT_INTERRUPTED)
         if presses > 1 and task is not None:
             task.cancel()
 
@@ -265,7 +278,7 @@ async def _main(
         panel = LivePanel(lambda: render_live(progress), refresh_per_second=10) if show else None
         with panel or contextlib.nullcontext():
             live = run_live(url, options, progress=progress, controls=controls)
-            return await until_stopped(progress, live)
+            return await until_stopped(progress, live, sigint=False)  # Ctrl-C is ours
     except asyncio.CancelledError:  # not a stop signal: Ctrl-C twice
         raise KeyboardInterrupt from None
     finally:

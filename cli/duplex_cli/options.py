@@ -7,6 +7,7 @@ Help panels group a command's options: Input, Server, Session, Output, Advanced.
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +16,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from duplex_client import families
+from duplex_client.usage import UsageError
 
 INPUT, SERVER, SESSION, OUTPUT, ADVANCED = "Input", "Server", "Session", "Output", "Advanced"
 #: The model asked for when nothing else names one (the default family's).
@@ -119,9 +121,34 @@ UrlOpt = Annotated[
     _opt(
         panel=SERVER,
         metavar="URL",
-        help="Server URL (ws/wss/http/https). Default: an embedded reference server.",
+        help="Server URL (ws/wss/http/https), or DUPLEX_URL. Default: an embedded reference "
+        "server.",
     ),
 ]
+#: The environment variable `--url` falls back to.
+URL_ENV = "DUPLEX_URL"
+
+
+def server_url(url: str | None) -> str | None:
+    """`--url`, else `$DUPLEX_URL`, else None (the embedded server).
+
+    Set but empty or blank, either is a usage error: an unset shell variable behind `--url`
+    must not measure the embedded CPU server instead of the one meant (`run_session` refuses
+    an empty `--url`; this refuses an empty `DUPLEX_URL`).
+    """
+    if url is not None:
+        return url
+    env = os.environ.get(URL_ENV)
+    if env is not None and not env.strip():
+        raise UsageError(
+            f"{URL_ENV} is set but empty: give ws://host:port or http://host:port, or unset "
+            "it for the embedded reference server",
+            param="url",
+            keywords=(),
+        )
+    return env
+
+
 ModelOpt = Annotated[
     str | None,
     _opt(

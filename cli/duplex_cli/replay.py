@@ -24,6 +24,7 @@ from duplex_cli.options import (
     UrlOpt,
     VerboseOpt,
     _opt,
+    server_url,
 )
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
 from duplex_client.bundle.layout import BundleLayout
@@ -123,7 +124,7 @@ def replay_command(
 async def _main(
     bundle: Path, url: str | None, kwargs: dict[str, Any], progress: RunProgress
 ) -> RunResult:
-    return await until_stopped(progress, replay_bundle(bundle, url, **kwargs))
+    return await until_stopped(progress, replay_bundle(bundle, server_url(url), **kwargs))
 
 
 def compare(original: Path, result: RunResult) -> dict[str, Any]:
@@ -181,7 +182,7 @@ def sweep_command(
             raise UsageError("--replan and --sweep are exclusive", keywords=())
         out = output_dir or default_run_dir()
         return await until_stopped(progress, sweep_bundle(
-            bundle, url, name, values, output_dir=out, seed=seed, progress=progress,
+            bundle, server_url(url), name, values, output_dir=out, seed=seed, progress=progress,
             **{k: v for k, v in options.items() if v is not None},
         ))  # fmt: skip
 

@@ -102,7 +102,10 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
             _opt(
                 panel=INPUT,
                 metavar=choices(Soundtrack),
-                help="A soundtrack longer or shorter than the video: trim, pad or send it full.",
+                help=(
+                    "A soundtrack longer or shorter than the video: trim, pad or send it full. "
+                    "An --input-audio shorter than the video is padded to it (full: sent as is)."
+                ),
             ),
         ],
         Soundtrack.trim,

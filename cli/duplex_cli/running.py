@@ -3,7 +3,8 @@
 - `-v` shows the SDK's INFO logs (and the CLI's protocol lines) on stderr, plus tracebacks;
   `-q` shows only errors. Lines are plain `LEVEL name: message`, on a terminal or not.
 - SIGTERM and SIGHUP stop a run the way Ctrl-C does (the bundle is finished), with status
-  `terminated` / `hangup` and exit 143 / 129.
+  `terminated` / `hangup` and exit 143 / 129. A second signal while the run finishes waits
+  for the bundle (it says so); a third exits at once, naming what is left incomplete.
 - Usage errors are their own types (exit 2); anything else is a bug or an environment
   failure: one line, "run with -v for the traceback", exit 1.
 """
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import signal
 import sys
@@ -44,9 +46,12 @@ USAGE_ERRORS: tuple[type[BaseException], ...] = (
 )
 #: Signals that finish the bundle and exit 128 + signal number, with the run's stop reason.
 STOP_SIGNALS: dict[signal.Signals, str] = {
+    signal.SIGINT: "interrupted",
     signal.SIGTERM: "terminated",
     signal.SIGHUP: "hangup",
 }
+#: The signal that gives up waiting for the bundle: the third one.
+FORCE_AFTER = 3
 #: Python keyword → CLI flag, where the flag is not `--` + the keyword with dashes.
 FLAG_NAMES: dict[str, str] = {
     "realtime": "--realtime/--burst",
@@ -105,7 +110,7 @@ def usage_message(exc: BaseException) -> str:
 
 
 class Stopped(Exception):
-    """The run was stopped by SIGTERM or SIGHUP (the bundle is finished)."""
+    """The run was stopped by SIGINT, SIGTERM or SIGHUP (the bundle is finished)."""
 
     def __init__(self, signum: int, reason: str) -> None:
         super().__init__(reason)
@@ -113,26 +118,31 @@ class Stopped(Exception):
 
     @property
     def exit_code(self) -> int:
-        """128 + the signal number (143 for SIGTERM, 129 for SIGHUP)."""
+        """128 + the signal number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP)."""
         return 128 + self.signum
 
 
 class StopSignals:
-    """Inside a running loop: SIGTERM/SIGHUP note the reason and cancel the current task.
+    """Inside a running loop: SIGINT/SIGTERM/SIGHUP note the reason and cancel the current task.
 
     The reason goes to `progress.stop_reason`, so the SDK records the run's status as
-    `terminated` / `hangup` instead of `interrupted`.
+    `interrupted` / `terminated` / `hangup`. The task is cancelled once: a second signal
+    (Ctrl-C twice, INT then TERM) lets the bundle finish and says so; a third exits at once
+    (`os._exit`), saying what is left incomplete.
     """
 
-    def __init__(self, progress: RunProgress | EvalProgress) -> None:
+    def __init__(self, progress: RunProgress | EvalProgress, *, sigint: bool = True) -> None:
         self.progress = progress
         self.received: Stopped | None = None
+        self.count = 0
         self._task = asyncio.current_task()
         self._installed: list[signal.Signals] = []
+        #: Without SIGINT, the caller keeps its own Ctrl-C (`live`: the first one quits).
+        self._signals = {s: r for s, r in STOP_SIGNALS.items() if sigint or s != signal.SIGINT}
 
     def __enter__(self) -> StopSignals:
         loop = asyncio.get_running_loop()
-        for sig, reason in STOP_SIGNALS.items():
+        for sig, reason in self._signals.items():
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._stop, sig, reason)
                 self._installed.append(sig)
@@ -145,17 +155,57 @@ class StopSignals:
 
     def _stop(self, sig: signal.Signals, reason: str) -> None:
         log.info("%s received: stopping the run", sig.name)
-        if self.received is not None:
-            return
-        self.received = Stopped(sig.value, reason)
-        self.progress.stop_reason = reason
-        if self._task is not None:
-            self._task.cancel()
+        self.count += 1
+        if self.received is None:
+            self.received = Stopped(sig.value, reason)
+            self.progress.stop_reason = reason
+            if self._task is not None:
+                self._task.cancel()
+        elif self.count < FORCE_AFTER:
+            _say(
+                f"{sig.name}: still finishing the bundle, please wait (once more exits at "
+                "once and leaves it incomplete)"
+            )
+        else:
+            force_exit(sig, self.progress, self.received.exit_code)
 
 
-async def until_stopped(progress: RunProgress | EvalProgress, work: Awaitable[T]) -> T:
-    """`work` under `StopSignals`: a SIGTERM/SIGHUP that cancelled it is raised as `Stopped`."""
-    with StopSignals(progress) as stops:
+def force_exit(sig: signal.Signals, progress: RunProgress | EvalProgress, code: int) -> None:
+    """Exit at once (no more waiting for the bundle), saying what is left incomplete."""
+    _say(f"{sig.name}: forced exit: {incomplete(progress)}")
+    os._exit(code)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, flushed (inside a signal callback, before a forced exit)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def incomplete(progress: RunProgress | EvalProgress) -> str:
+    """What a forced exit leaves unfinished: the bundle's missing files, or the eval's items."""
+    from duplex_client.bundle.layout import BundleLayout
+
+    if isinstance(progress, EvalProgress):
+        return (
+            f"{progress.running} running item(s) left unfinished and the eval summary not "
+            "updated (run the same command again to resume)"
+        )
+    if progress.bundle_dir is None:
+        return "no bundle was written yet"
+    layout = BundleLayout(progress.bundle_dir)
+    missing = [p.name for p in (layout.timeline, layout.output, layout.result) if not p.exists()]
+    if not missing:
+        return f"{progress.bundle_dir} has its result.json, but files may be partly written"
+    return f"{progress.bundle_dir} is incomplete (not written: {', '.join(missing)})"
+
+
+async def until_stopped(
+    progress: RunProgress | EvalProgress, work: Awaitable[T], *, sigint: bool = True
+) -> T:
+    """`work` under `StopSignals`: a signal that cancelled it is raised as `Stopped`."""
+    with StopSignals(progress, sigint=sigint) as stops:
         try:
             return await work
         except asyncio.CancelledError:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from duplex_cli.display import LivePanel, print_summary, render_progress
-from duplex_cli.options import JsonOpt, QuietOpt, UrlOpt, VerboseOpt
+from duplex_cli.options import JsonOpt, QuietOpt, UrlOpt, VerboseOpt, server_url
 from duplex_cli.protocol_log import LoggedRunProgress, log_result
 from duplex_cli.run_flags import takes_run_flags
 from duplex_cli.running import fail, note, print_json, setup_logging, stderr_console, until_stopped
@@ -33,8 +33,8 @@ def stream_command(
     err = stderr_console()
     show = sys.stdout.isatty() and not json_output and not quiet
     progress = LoggedRunProgress(figures=show or verbose)  # the panel, or `-v` decisions
-    progress.url = url
     try:
+        progress.url = url = server_url(url)
         if show:
             with LivePanel(lambda: render_progress(progress)):
                 result = asyncio.run(_main(url, options, progress))

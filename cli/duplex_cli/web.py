@@ -40,6 +40,7 @@ from duplex_cli.options import (
     UrlOpt,
     VerboseOpt,
     choices,
+    server_url,
 )
 from duplex_cli.running import fail, note, setup_logging, stderr_console
 from duplex_cli.serve import is_loopback
@@ -180,6 +181,7 @@ def web_command(
         reconnect=reconnect,
     )
     try:
+        url = server_url(url)  # `--url`, else DUPLEX_URL (set but empty: refused)
         _check(url, options, port)
     except Exception as exc:
         raise fail(exc, verbose=verbose, err=err) from None
@@ -197,13 +199,15 @@ def web_command(
 def _check(url: str | None, options: RunOptions, port: int) -> None:
     """Refuse bad options before listening (exit 2): the URL, the options, the files named."""
     from duplex_client.client.transport import check_url
+    from duplex_client.run.checks import check_url_options
     from duplex_client.run.prepare import prepare
     from duplex_client.usage import UsageError
 
     if not 0 <= port <= 65535:
         raise UsageError(f"port must be 0..65535, got {port}", param="port")
-    if url:
+    if url is not None:  # an empty one is refused: it must not mean the embedded server
         check_url(url)
+        check_url_options(options)
     options.validate(inputs="browser")
     prepare(options, inputs="browser")  # a reference voice that is no WAV is refused here
 

@@ -170,27 +170,56 @@ class Waveforms:
     heard: npt.NDArray[np.int16]
     #: The stereo mix both came from (None: read from `heard.wav`).
     conversation: Path | None
+    #: What is wrong with the file read (cut short, no samples): the report shows these.
+    notes: tuple[str, ...] = ()
 
 
 def read_waveforms(layout: BundleLayout) -> Waveforms | None:
     """The input and heard tracks from `conversation.wav` (stereo), else the heard track from
-    `heard.wav`; None when neither is there, `BundleError` when the WAV does not read."""
+    `heard.wav`; None when neither is there, `BundleError` when the WAV does not read.
+
+    A WAV cut short (a killed run, a copy that stopped) gives what it holds, with a note
+    saying how much of what its header declares is missing.
+    """
     import wave
 
-    from duplex_client.bundle.wavfile import read_wav_int16, wav_rate
+    from duplex_client.bundle.wavfile import read_wav_held
 
     path = layout.conversation
     try:
         if path.exists():
-            rate = wav_rate(path)
-            stereo = read_wav_int16(path)
+            stereo, rate, declared = read_wav_held(path)
             if stereo.ndim == 2 and stereo.shape[1] == 2:
-                return Waveforms(rate, stereo[:, 0], stereo[:, 1], path)
+                notes = _shortfall(path, len(stereo), declared, rate)
+                return Waveforms(rate, stereo[:, 0], stereo[:, 1], path, notes)
         path = layout.heard
         if path.exists():
-            rate = wav_rate(path)
-            mono = read_wav_int16(path)
-            return Waveforms(rate, None, mono if mono.ndim == 1 else mono[:, 0], None)
+            mono, rate, declared = read_wav_held(path)
+            notes = _shortfall(path, len(mono), declared, rate)
+            return Waveforms(rate, None, mono if mono.ndim == 1 else mono[:, 0], None, notes)
     except (OSError, ValueError, EOFError, wave.Error) as exc:
-        raise BundleError(f"{path}: not a readable PCM16 WAV ({exc})") from None
+        reason = str(exc) or _why_unreadable(path, exc)
+        raise BundleError(f"{path}: not a readable PCM16 WAV ({reason})") from None
     return None
+
+
+def _shortfall(path: Path, held: int, declared: int, rate: int) -> tuple[str, ...]:
+    """A note when the WAV holds fewer frames than its header declares (none: it is whole)."""
+    if held >= declared:
+        return ()
+    if held == 0:
+        return (f"{path.name} holds no audio (its header declares {declared / rate:.2f} s)",)
+    return (
+        f"{path.name} is cut short: it holds {held / rate:.2f} s of the {declared / rate:.2f} s "
+        "its header declares (drawn as far as it goes)",
+    )
+
+
+def _why_unreadable(path: Path, exc: BaseException) -> str:
+    """A reason for an exception without a message (an empty file gives a bare EOFError)."""
+    try:
+        if path.stat().st_size == 0:
+            return "empty file"
+    except OSError:
+        pass
+    return type(exc).__name__

@@ -110,6 +110,24 @@ def wav_rate(path: Path) -> int:
         return w.getframerate()
 
 
+def read_wav_held(path: Path) -> tuple[npt.NDArray[np.int16], int, int]:
+    """(samples, rate, frames the header declares) of a PCM16 WAV, tolerating a file cut short:
+    the samples are the whole frames it holds, which may be fewer than declared."""
+    import wave
+
+    import numpy as np
+
+    with wave.open(str(path), "rb") as w:
+        if w.getsampwidth() != 2:
+            raise ValueError(f"expected 16-bit PCM, got {8 * w.getsampwidth()}-bit")
+        channels, rate, declared = w.getnchannels(), w.getframerate(), w.getnframes()
+        data = w.readframes(declared)
+    frame = 2 * channels
+    held = np.frombuffer(data[: len(data) - len(data) % frame], dtype="<i2")
+    out: npt.NDArray[np.int16] = held if channels == 1 else held.reshape(-1, channels)
+    return out, rate, declared
+
+
 def read_wav_int16(path: Path) -> npt.NDArray[np.int16]:
     """A PCM16 WAV as int16 samples: shape (n,) for mono, (n, channels) otherwise."""
     import wave

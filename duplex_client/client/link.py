@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from duplex_client.client.deliveries import InputLedger
 from duplex_client.client.resume import Delivery
 from duplex_client.client.transport import Transport, TransportClosed
 from duplex_client.protocol.errors import (
@@ -70,9 +71,12 @@ async def _await_created(transport: Transport, connection: ClientConnection[Any]
 class Link:
     """The current transport of a session and the ordered writes to it."""
 
-    def __init__(self, connection: ClientConnection[Any]) -> None:
+    def __init__(
+        self, connection: ClientConnection[Any], ledger: InputLedger | None = None
+    ) -> None:
         self.transport: Transport | None = None
         self._conn = connection
+        self.ledger = ledger or InputLedger()
         self._lock = asyncio.Lock()
         self._changed = asyncio.Event()
 
@@ -111,6 +115,7 @@ class Link:
             await self._write_control(send)
 
     async def _write_input(self, send: Send, entry: OutboxEntry) -> None:
+        self.ledger.kept(entry.event_id)
         if send.hold:  # too much input is queued already: the caller waits for the resume
             await self.wait_writable()
         if not self._conn.must_write(entry):
@@ -126,6 +131,7 @@ class Link:
                 self._failed(attachment)
                 return  # the reader resumes; the entry goes out then
             self._conn.wrote(entry, attachment)
+            self.ledger.written(entry.event_id)
 
     async def _write_control(self, send: Send) -> None:
         """Send now, or once resumed; a frame that failed to leave is sent once more then."""
@@ -171,6 +177,7 @@ class Link:
                 except TransportClosed:
                     return deliveries
                 self._conn.wrote(entry, attachment)
+                self.ledger.written(entry.event_id)
                 deliveries.append(Delivery(entry.event_id, entry.kind, clock(), again))
             self._conn.flushed()  # no await since the last `next_resend`: nothing is left behind
             self.sync()

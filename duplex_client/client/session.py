@@ -14,6 +14,7 @@ from typing import Any, Unpack
 
 from duplex_client.client.consumers import Consumers
 from duplex_client.client.consumers import EventListener as EventListener
+from duplex_client.client.deliveries import InputLedger
 from duplex_client.client.driver import Driver
 from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
@@ -81,7 +82,10 @@ class DuplexClientBase:
             encode_audio=encode_g711,
         )
         self._consumers = Consumers(queue_size, clock)
-        self._link = Link(self.connection)
+        #: What became of each append and commit: written to a socket, confirmed by the server.
+        self.input_ledger = InputLedger(clock)
+        self.connection.outbox.on_confirmed = self.input_ledger.acknowledged
+        self._link = Link(self.connection, self.input_ledger)
         self._driver = Driver(
             self.connection, self._link, self._consumers, clock=clock, policy=self.reconnect_policy
         )

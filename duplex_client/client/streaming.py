@@ -13,6 +13,7 @@ from duplex_client.client.prefetch import PlanPrefetcher
 from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.clock import MediaClock
+from duplex_client.framing.delivered import Deliveries
 from duplex_client.framing.framer import Framer
 from duplex_client.framing.pcm_format import DEFAULT_PCM, HasSessionFormat, Retargetable
 from duplex_client.framing.plan import (
@@ -22,6 +23,7 @@ from duplex_client.framing.plan import (
     PlannedAppend,
     SoundtrackPolicy,
     StreamPosition,
+    audio_policies,
 )
 from duplex_client.framing.sources import (
     AudioVisualSource,
@@ -37,7 +39,6 @@ from duplex_client.protocol.session.inputs import AppendFields
 
 #: Deadlines are met to within this much (guards against float residue in sleep loops).
 _DEADLINE_SLACK_S = 1e-6
-_SOUNDTRACK_KIND = "video_soundtrack"
 #: Internal switch (benchmarks only): False plans every append inline on the loop's thread.
 PLAN_IN_WORKER = True
 
@@ -143,6 +144,9 @@ _RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (
 def attach_timeline(timeline: InputTimeline, target: StreamTarget, clock: MediaClock) -> None:
     """Time `timeline` by `clock` and let it hear `target`'s events and reconnections."""
     timeline.clock = clock
+    ledger = getattr(target, "input_ledger", None)
+    if isinstance(ledger, Deliveries):
+        timeline.deliveries = ledger
     if isinstance(target, _Listenable):
         timeline.listen_to(target)
     if isinstance(target, _Reconnecting):
@@ -264,18 +268,18 @@ async def stream(
     """Frame `source` (+ `tail_silence_s` of silence) onto the session's unit grid and send it.
 
     Append k is released at `t0 + media_end_ms(k)` (realtime) or back to back (asap,
-    `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime
-    the final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a
-    `PcmSource` or an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a
-    `media.Clip`); a video soundtrack gets `soundtrack_policy`, other audio is sent
-    whole. To continue a previous stream (same
+    `realtime=False`); late sends are recorded, never shifting later deadlines. In realtime the
+    final commit goes out at `t0 + media_end_ms(last)`. `source` is PCM bytes, a `PcmSource` or
+    an `AudioVisualSource` (`audio` and/or `frames`: a `MediaInput`, a `media.Clip`); a video
+    soundtrack gets `soundtrack_policy`, and other audio shorter than the video it comes with is
+    fitted to the video by it (`Framer.plan`'s `video_fit`). To continue a previous stream (same
     media timeline, unit numbering and t0) pass its result's `position` and `clock`;
     `media_origin_ms`/`unit_index` override them. `now`/`sleep` are injectable for tests
     (ignored for `now` when `clock` is given). Each append and the commit are recorded in
     `timeline`, which is written to its `path` (if set) when the stream ends; `on_sent` is
-    called with every append as it was sent (after any relabelling). Appends are planned
-    (media decoded and encoded) in a worker thread a few appends ahead of the clock; with an
-    injected `sleep` they are planned inline on the loop's thread, one at a time.
+    called with every append as it was sent (after any relabelling). Appends are planned (media
+    decoded and encoded) in a worker thread a few appends ahead of the clock; with an injected
+    `sleep` they are planned inline on the loop's thread, one at a time.
     `commit` None commits unless the session takes no commits (`takes_commits`: a
     continuous stream ends with `end_stream()`, a commit-free model just listens on). PCM
     goes out in the session's input format (`input_pcm_format`); file sources decode to it.
@@ -292,7 +296,7 @@ async def stream(
     if fmt != DEFAULT_PCM and isinstance(pcm, Retargetable):
         pcm.set_output(fmt)  # decoded straight to the session's format by the one resampler
     audio_info = pcm.info() if pcm is not None else None
-    soundtrack = audio_info is not None and audio_info.get("kind") == _SOUNDTRACK_KIND
+    soundtrack, video_fit = audio_policies(audio_info, sampler, soundtrack_policy)
     start = _start_position(target, clock, config.grid, position)
     start = start.moved(media_ms=media_origin_ms, unit_index=unit_index)
     framer = Framer(config, start)
@@ -301,7 +305,8 @@ async def stream(
         pcm,
         sampler,
         tail_silence_ms=tail_ms,
-        soundtrack_policy=soundtrack_policy if soundtrack else None,
+        soundtrack_policy=soundtrack,
+        video_fit=video_fit,
         segment=segment,
     )
     describes = False
@@ -325,6 +330,7 @@ async def stream(
         )
         if describes and timeline is not None:
             timeline.soundtrack_policy = framer.report.soundtrack_record()
+            timeline.fitted_to_video(framer.report.video_fit_record())
         end = framer.position
         if commit and ids:
             if clock.realtime:

@@ -31,8 +31,11 @@ def check_url(url: str) -> SplitResult:
     text = url.strip() if isinstance(url, str) else ""
     shown = redact_url(text) if text else repr(url)
     if not text:
+        how = "empty" if not url else "blank"
         raise UsageError(
-            f"{shown}: not a URL (give ws://host:port or http://host:port)", param="url"
+            f"url is {how}: give ws://host:port or http://host:port, or no url at "
+            "all for the embedded reference server",
+            param="url",
         )
     if "://" not in text:
         text = "ws://" + text

@@ -34,6 +34,7 @@ from duplex_client.eval.runner import (
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.run.checks import check_images, check_url_options, check_video
 from duplex_client.run.options import RunOptions
 from duplex_client.run.result import EXIT_FAILED, EXIT_OK
 from duplex_client.usage import UsageError
@@ -182,6 +183,8 @@ async def run_eval_async(
         backoff_s=backoff_s,
     )
     _check(settings, urls, export, ray)
+    if urls:
+        check_url_options(base)
     chosen = load_items(items, layout=layout) if isinstance(items, str | os.PathLike) else items
     chosen = select_items(list(chosen), limit=limit, pattern=pattern)
     if export == "fdb" and any(i.fdb_dir is None for i in chosen):
@@ -189,6 +192,10 @@ async def run_eval_async(
             "export fdb needs a Full-Duplex-Bench input tree ({task}/{ID}/input.wav)",
             param="export",
         )
+    if not any(i.input_video or i.replay for i in chosen):  # they would do nothing
+        check_video(base, video="a video item")
+        if not any(i.input_image for i in chosen):
+            check_images(base, images="a video or image item")
     jobs = plan_jobs(chosen, repeat)
     out = Path(output_dir)
     inside = [
@@ -201,6 +208,12 @@ async def run_eval_async(
             keywords=("output_dir",),
         )
     progress = progress or EvalProgress()
+    extras = sorted({key for item in chosen for key in item.extra})
+    if extras:  # once, not per row: columns that set nothing (a typo of a known one refuses)
+        progress.notes.append(
+            f"manifest column(s) {', '.join(extras)}: not run options, kept as extra summary "
+            "columns"
+        )
     record = settings_record(settings, base)
     changed = changed_options(out / EVAL_FILE, record)
     if changed:

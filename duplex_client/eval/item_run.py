@@ -19,6 +19,7 @@ from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.admission import is_capacity_refusal
 from duplex_client.eval.item import EvalItem
 from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.run.checks import IMAGE_OPTIONS, VIDEO_OPTIONS
 from duplex_client.run.options import RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import EXIT_FAILED, EXIT_USAGE, RunResult
@@ -94,7 +95,14 @@ def item_options(item: EvalItem, base: RunOptions, bundle_dir: Path) -> RunOptio
         "input_audio": item.input_audio,
         "input_image": item.input_image,
         "output_dir": bundle_dir,
+        # the eval's embedded server took these; an item runs against its URL
+        "require_audio": False,
+        "server_script": None,
     }
+    if item.input_video is None:  # the video options are for the set's video items
+        changes.update(VIDEO_OPTIONS)
+        if item.input_image is None:  # and the image options for those that send images
+            changes.update({name: None for name in IMAGE_OPTIONS})
     if item.tail_silence_s is not None:
         changes["tail_silence_s"] = item.tail_silence_s
     if item.annotations is not None:

@@ -1,4 +1,9 @@
-"""Manifest rows (JSONL or CSV) as `EvalItem`s; a row that cannot run becomes a failed item."""
+"""Manifest rows (JSONL or CSV) as `EvalItem`s; a row that cannot run becomes a failed item.
+
+A column one edit away from a known one (`tail_silence` for `tail_silence_s`, `input_vidoe`,
+`ID`) refuses the whole manifest, naming both: kept as an extra column it would silently run
+without the option it meant. Other unknown columns are carried to the summary as they are.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,67 @@ _JSON_TYPES = {
 }
 
 
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """One character inserted, dropped, replaced, or two neighbours swapped (a != b)."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        if len(diff) == 1:
+            return True
+        i = diff[0]
+        return len(diff) == 2 and diff[1] == i + 1 and (a[i], a[i + 1]) == (b[i + 1], b[i])
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def _one_part(a: str, b: str) -> bool:
+    """One `_`-separated part of at most two letters (a unit: `s`, `ms`) added or dropped
+    (`input_audio_2` is a column of its own)."""
+    pa, pb = a.split("_"), b.split("_")
+    if abs(len(pa) - len(pb)) != 1:
+        return False
+    short, long = (pa, pb) if len(pa) < len(pb) else (pb, pa)
+    return any(
+        len(long[i]) <= 2 and long[i].isalpha() and long[:i] + long[i + 1 :] == short
+        for i in range(len(long))
+    )
+
+
+def known_column_like(name: str) -> list[str]:
+    """The known columns `name` is one edit away from (a typo of one), if it is none of them.
+
+    Case, `-` and spaces aside; a one-letter edit counts against names of 4 letters or more
+    (`idx` is no typo of `id`).
+    """
+    if name in KNOWN_COLUMNS:
+        return []
+    norm = _norm(name)
+    return [
+        known
+        for known in KNOWN_COLUMNS
+        if norm == known or (len(known) >= 4 and _one_edit(norm, known)) or _one_part(norm, known)
+    ]
+
+
+def _check_columns(names: Iterator[str] | list[str], where: str) -> None:
+    """Refuse a column that looks like a known one misspelt (`ItemSetError` naming both)."""
+    for name in names:
+        near = known_column_like(name)
+        if near:
+            meant = " or ".join(repr(k) for k in near)
+            raise ItemSetError(
+                f"{where}: column {name!r} is one edit away from {meant}: rename it (a column "
+                "the eval does not know is kept as an extra summary column, so this one would "
+                "run without the option it meant)",
+                keywords=(),
+            )
+
+
 class _RowError(Exception):
     """Why one row cannot run (its text is the item's error, after the row's place)."""
 
@@ -37,6 +103,8 @@ def read_manifest(path: Path) -> list[tuple[int, EvalItem]]:
     for line, row in rows:
         where = f"{path.name} line {line}"
         fallback = f"{path.name}:{line}"
+        if not is_csv and isinstance(row, dict):  # a CSV's header was checked once
+            _check_columns(list(row), f"{path} line {line}")
         if isinstance(row, _RowError):
             items.append((line, EvalItem(id=fallback, error=f"{where}: {row}")))
         else:
@@ -124,6 +192,7 @@ def _csv_header(path: Path, cells: list[str]) -> list[str]:
         if name and name in seen:
             raise ItemSetError(f"{path}: column {name!r} given twice", keywords=())
         seen.add(name)
+    _check_columns([n for n in names if n], str(path))
     if "id" not in seen:
         raise ItemSetError(f"{path}: the header has no id column", keywords=())
     return names

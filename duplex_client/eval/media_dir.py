@@ -8,9 +8,12 @@ from typing import Final
 
 from duplex_client.eval.item import EvalItem, ItemSetError, id_problem
 
-#: Media files a directory input takes, by lower-case extension.
-VIDEO_EXTENSIONS: Final = (".mp4", ".mov", ".mkv", ".webm")
-AUDIO_EXTENSIONS: Final = (".wav", ".flac", ".mp3")
+#: Media files a directory input takes, by lower-case extension: the containers and audio
+#: files `stream` reads (libsndfile, or PyAV for the rest).
+VIDEO_EXTENSIONS: Final = (".mp4", ".mov", ".mkv", ".webm", ".m4v", ".avi")
+AUDIO_EXTENSIONS: Final = (
+    ".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".aif", ".aiff",
+)  # fmt: skip
 
 
 def read_media_dir(root: Path) -> list[EvalItem]:

@@ -27,8 +27,8 @@ from duplex_client.eval.endpoints import Endpoint, EndpointPool
 from duplex_client.eval.item import EvalItem, ItemSetError
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.summary import EvalSummary, ItemRecord, summary_row
+from duplex_client.run.checks import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY
 from duplex_client.run.options import DEVICE_FIELDS, RunOptions
-from duplex_client.run.sources.files import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY
 
 
 class ItemExecutor(Protocol):

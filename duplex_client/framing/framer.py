@@ -77,19 +77,24 @@ class Framer:
         *,
         tail_silence_ms: int = 0,
         soundtrack_policy: SoundtrackPolicy | None = None,
+        video_fit: SoundtrackPolicy | None = None,
         segment: Segment = "clip",
     ) -> Iterator[PlannedAppend]:
         """The appends of one stream: the clip (`pcm` and/or `frames`), then the tail silence.
 
         `soundtrack_policy` applies when `pcm` is a video's soundtrack; None sends it whole
-        (external audio). Without `pcm`, `frames` alone become VISION units (or fallback
-        units of zero PCM when the session requires audio). The report and position are
-        final once the iterator is exhausted.
+        (external audio). `video_fit` applies when `pcm` is external audio streamed with the
+        video `frames`: shorter than the video, `trim` and `pad` add silence up to the
+        video's end and the unit boundary after it (every frame is sent; the audio itself is
+        never cut), `full` sends it as is (frames end with it). Without `pcm`, `frames` alone
+        become VISION units (or fallback units of zero PCM when the session requires audio).
+        The report and position are final once the iterator is exhausted.
         """
         if segment not in SEGMENTS or segment == "tail":
             raise ValueError(f"segment must be 'clip' or 'live', got {segment!r}")
-        if soundtrack_policy is not None and soundtrack_policy not in SOUNDTRACK_POLICIES:
-            raise ValueError(f"soundtrack_policy must be one of {SOUNDTRACK_POLICIES}")
+        for policy in (soundtrack_policy, video_fit):
+            if policy is not None and policy not in SOUNDTRACK_POLICIES:
+                raise ValueError(f"soundtrack_policy must be one of {SOUNDTRACK_POLICIES}")
         if tail_silence_ms < 0:
             raise ValueError("tail_silence_ms must not be negative")
         if pcm is not None and not self.config.audio_allowed:
@@ -97,7 +102,8 @@ class Framer:
         needs_frames = pcm is not None or tail_silence_ms > 0
         if self.config.video_required and frames is None and self._last is None and needs_frames:
             raise FramingError("the session requires video but the stream has no frames")
-        return self._run(pcm, frames, tail_silence_ms, soundtrack_policy, segment)
+        fit = video_fit if pcm is not None and frames is not None else None
+        return self._run(pcm, frames, tail_silence_ms, soundtrack_policy, segment, fit)
 
     def _run(
         self,
@@ -106,11 +112,14 @@ class Framer:
         tail_ms: int,
         policy: SoundtrackPolicy | None,
         segment: Segment,
+        fit: SoundtrackPolicy | None = None,
     ) -> Iterator[PlannedAppend]:
         rate = self.config.grid.sample_rate_hz
         origin = self._w.media
         report = FramingReport(
             soundtrack_policy=policy if pcm is not None else None,
+            video_fit=fit,
+            video_ms=sampler.duration_ms if fit is not None and sampler is not None else 0,
             tail_silence_ms=tail_ms,
             media_origin_ms=samples_to_ms(origin, rate),
         )
@@ -165,6 +174,10 @@ class Framer:
         rest = bytes(buf[: len(buf) - len(buf) % self.config.sample_width])
         report.original_ms = samples_to_ms(total // self.config.sample_width, rate)
         report.has_audio = total >= self.config.sample_width
+        short = ms_to_samples(report.video_ms, rate) - total // self.config.sample_width
+        if report.video_fit in ("trim", "pad") and report.has_audio and short > 0:
+            yield from self._pad_to_video(rest, short, segment, clip, report)
+            return
         if not rest:
             return
         if policy == "trim" and closed_any:
@@ -175,6 +188,26 @@ class Framer:
             yield from self._fill(rest + bytes(pad), segment, None, clip, pad_from=len(rest))
         else:
             yield from self._fill(rest, segment, None, clip)
+
+    def _pad_to_video(
+        self, rest: bytes, samples: int, segment: Segment, clip: _Clip, report: FramingReport
+    ) -> Iterator[PlannedAppend]:
+        """`rest`, then `samples` of silence (to the video's end), then silence to the unit
+        boundary: external audio shorter than its video, so that every frame is sent."""
+        width, rate = self.config.sample_width, self.config.grid.sample_rate_hz
+        report.padded_to_video_ms = samples_to_ms(samples, rate)
+        left = len(rest) + samples * width
+        audible = len(rest)  # bytes of `rest` still to send; silence after them
+        while left > 0:
+            need = self._unit_left() * width
+            take = min(need, left)
+            piece = rest[len(rest) - audible :][:take] if audible else b""
+            piece += bytes(need - len(piece))
+            if take < need:
+                report.padded_ms += samples_to_ms((need - take) // width, rate)
+            yield from self._fill(piece, segment, None, clip, pad_from=min(audible, need))
+            audible = max(0, audible - need)
+            left -= take
 
     def _tail_audio(
         self, samples: int, clip: _Clip, report: FramingReport

@@ -57,7 +57,8 @@ def _residuals(
 def _against_previous(prev: Mapping[str, Any], row: Mapping[str, Any]) -> list[str]:
     """What a row breaks against the one before it: order of sends, media and audio."""
     out = []
-    if row["sent_offset_ms"] < prev["sent_offset_ms"]:
+    sent, before = row["sent_offset_ms"], prev["sent_offset_ms"]
+    if sent is not None and before is not None and sent < before:  # None: never written
         out.append("sent_offset_ms decreases")
     if row["media_start_ms"] < prev["media_start_ms"]:
         out.append("media_start_ms decreases")
@@ -72,7 +73,10 @@ def _row_problems(row: Mapping[str, Any]) -> list[str]:
     if row["media_end_ms"] < row["media_start_ms"]:
         out.append("media span is negative")
     scheduled, sent, late = row["scheduled_offset_ms"], row["sent_offset_ms"], row["lateness_ms"]
-    if scheduled is not None and (late is None or abs(late - max(0.0, sent - scheduled)) > 0.002):
+    if sent is None:  # never written (the connection was lost): no send time, no lateness
+        if late is not None or row.get("written", False):
+            out.append("a row without sent_offset_ms must say written: false, lateness_ms null")
+    elif scheduled is not None and (late is None or abs(late - max(0.0, sent - scheduled)) > 0.002):
         out.append("lateness_ms is not max(0, sent - scheduled)")
     kind, frames = row["unit_kind"], row["frames"]
     if (kind is None) != (row["unit_index"] is None):

@@ -170,11 +170,29 @@ class PlannedAppend:
         return () if self.frames is None else tuple(img.data for img in self.frames.images)
 
 
+def audio_policies(
+    audio_info: dict[str, Any] | None, frames: Any, policy: SoundtrackPolicy
+) -> tuple[SoundtrackPolicy | None, SoundtrackPolicy | None]:
+    """(soundtrack policy, video fit) for `Framer.plan`: a video's own soundtrack follows
+    `policy`; an external audio file streamed with a video is fitted to it by `policy`."""
+    if audio_info is None:
+        return None, None
+    if audio_info.get("kind") == "video_soundtrack":
+        return policy, None
+    video = frames is not None and int(getattr(frames, "duration_ms", 0) or 0) > 0
+    return None, (policy if video else None)
+
+
 @dataclass(slots=True)
 class FramingReport:
     """What one planned stream amounted to; complete once its appends are exhausted."""
 
     soundtrack_policy: SoundtrackPolicy | None = None
+    #: External audio with a video: how it was fitted to the video (None: not fitted).
+    video_fit: SoundtrackPolicy | None = None
+    video_ms: int = 0
+    #: Silence added after external audio so that it lasts as long as the video.
+    padded_to_video_ms: int = 0
     original_ms: int = 0
     trimmed_ms: int = 0
     padded_ms: int = 0
@@ -193,4 +211,23 @@ class FramingReport:
             "original_ms": self.original_ms,
             "trimmed_ms": self.trimmed_ms,
             "padded_ms": self.padded_ms,
+        }
+
+    def video_fit_record(self) -> dict[str, Any] | None:
+        """`audio_source.fitted_to_video`: what was done to external audio shorter than its
+        video (None: no video, or audio at least as long)."""
+        if self.video_fit is None or self.video_ms <= self.original_ms:
+            return None
+        if self.video_fit == "full":
+            return {
+                "policy": "full",
+                "audio_ms": self.original_ms,
+                "video_ms": self.video_ms,
+                "video_not_sent_ms": self.video_ms - self.original_ms,
+            }
+        return {
+            "policy": self.video_fit,
+            "audio_ms": self.original_ms,
+            "video_ms": self.video_ms,
+            "padded_ms": self.padded_to_video_ms + self.padded_ms,
         }

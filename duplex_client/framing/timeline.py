@@ -11,6 +11,7 @@ from typing import Any
 
 from duplex_client.files import write_text_atomic
 from duplex_client.framing.clock import MediaClock, Pacing, SendTiming
+from duplex_client.framing.delivered import Deliveries, delivered
 from duplex_client.framing.digest import SentDigest, audio_sha256
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.redact import (
@@ -103,6 +104,9 @@ class InputTimeline:
         #: Running figures of the append rows, kept as rows are added (never re-sorted):
         #: the appends' `lateness_ms` values in order, and the appends of each unit kind.
         self.lateness = SortedSample()
+        #: The session's record of what was written and confirmed (`client.input_ledger`);
+        #: None: every row counts as written.
+        self.deliveries: Deliveries | None = None
         self.unit_counts = {k.value: 0 for k in (UnitKind.AUDIO, UnitKind.OMNI, UnitKind.VISION)}
 
     # --- settings ---
@@ -162,6 +166,11 @@ class InputTimeline:
         self.video = video_facts(video)
         self.soundtrack_policy = dict(soundtrack) if soundtrack is not None else None
 
+    def fitted_to_video(self, record: Mapping[str, Any] | None) -> None:
+        """Say in `audio_source` how external audio shorter than its video was fitted to it."""
+        if record is not None and self.audio_source is not None:
+            self.audio_source["fitted_to_video"] = dict(record)
+
     def _longest_append_ms(self, chunk_ms: int) -> int:
         """What `chunk_ms` amounts to: appends never cross a unit boundary (the grid's)."""
         grid = self.unit_grid or UnitGrid().describe()
@@ -195,6 +204,8 @@ class InputTimeline:
             "scheduled_offset_ms": timing.scheduled_offset_ms,
             "sent_offset_ms": timing.sent_offset_ms,
             "lateness_ms": timing.lateness_ms,
+            "written": True,
+            "acknowledged_offset_ms": None,
             "fallback": append.fallback,
             "resends": [],
             "error_code": None,
@@ -224,6 +235,7 @@ class InputTimeline:
             "after_append_index": self.appends[-1]["index"] if self.appends else None,
             "scheduled_offset_ms": timing.scheduled_offset_ms,
             "sent_offset_ms": timing.sent_offset_ms,
+            "written": True,
             "final": final,
             "response_create": response_create,
             "error_code": None,
@@ -357,8 +369,27 @@ class InputTimeline:
 
     # --- output ---
 
-    def totals(self) -> dict[str, Any]:
-        """Counts, audio and lateness percentiles summarising the rows."""
+    def _offset(self, t: float) -> float:
+        assert self.clock is not None
+        return self.clock.offset_ms(t)
+
+    def delivered_appends(self) -> list[dict[str, Any]]:
+        """The append rows with what became of each: `written`, `acknowledged_offset_ms`."""
+        started = self.clock is not None and self.clock.started
+        offset = self._offset if started else None
+        return delivered(self.appends, self.deliveries, offset, appends=True)
+
+    def delivered_commits(self) -> list[dict[str, Any]]:
+        """The commit rows with `written`."""
+        return delivered(self.commits, self.deliveries, None, appends=False)
+
+    def totals(self, appends: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Counts, audio and lateness percentiles summarising the rows.
+
+        `appends` counts every append handed to the session, `written` those written to a
+        socket, `acknowledged` those the server confirmed; lateness is of the written ones.
+        """
+        rows = self.delivered_appends() if appends is None else appends
         frames = {"base": 0, "composite": 0}
         for row in self.appends:
             for image in row["frames"]:
@@ -370,6 +401,11 @@ class InputTimeline:
                 first["audio_end_ms"] - first["duration_ms"]
             )
         late = self.lateness
+        if any(not r["written"] for r in rows):
+            late = SortedSample()
+            for r in rows:
+                if r.get("lateness_ms") is not None:
+                    late.add(r["lateness_ms"])
         lateness = None
         if self.pacing == "realtime" and late.max is not None:
             lateness = {
@@ -379,6 +415,9 @@ class InputTimeline:
             }
         return {
             "appends": len(self.appends),
+            "written": sum(1 for r in rows if r["written"]),
+            "written_audio_ms": sum(r["duration_ms"] for r in rows if r["written"]),
+            "acknowledged": sum(1 for r in rows if r.get("acknowledged_offset_ms") is not None),
             "audio_ms": audio_ms,
             "units": dict(self.unit_counts),
             "fallback_units": sum(1 for r in self.appends if r["fallback"] and r["unit_kind"]),
@@ -391,6 +430,7 @@ class InputTimeline:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole document, in §10 field order (`server_commits` only when there are some)."""
+        appends = self.delivered_appends()
         doc = {
             "schema_version": SCHEMA_VERSION,
             "clock": {
@@ -413,10 +453,10 @@ class InputTimeline:
             "audio_source": self.audio_source,
             "video": self.video,
             "sliding_window": dict(self.sliding_window),
-            "appends": [dict(r) for r in self.appends],
-            "commits": [dict(r) for r in self.commits],
+            "appends": appends,
+            "commits": self.delivered_commits(),
             "reconnects": [dict(r) for r in self.reconnects],
-            "totals": self.totals(),
+            "totals": self.totals(appends),
         }
         if self.server_commits:
             doc["server_commits"] = [dict(r) for r in self.server_commits]

@@ -195,6 +195,26 @@ class SoundFileAudio(_FileAudio):
         guessed = "wav" if self.format in _WAV_FORMATS else "audio_file"
         fmt = AudioFormat(self.sample_rate, self.channels, soundfile_sample_format(self.subtype))
         super().__init__(path, kind or guessed, self.frames * 1000 // self.sample_rate, fmt)
+        if self.format in _WAV_FORMATS:
+            self._check_header()
+
+    def _check_header(self) -> None:
+        """Warn, as for a cut MP4, when the WAV holds less than its header declares."""
+        from duplex_client.media.wav_header import read_claim
+
+        claim = read_claim(self.path)
+        if claim is None:
+            return
+        held = min(self.frames, claim.present_frames)
+        if claim.declared_frames - held >= self.sample_rate // 100:  # 10 ms or more missing
+            self._warn(
+                "truncated",
+                f"truncated WAV: its header declares {claim.declared_frames / self.sample_rate:.2f}"
+                f" s of audio, the file holds {held / self.sample_rate:.2f} s; using what is "
+                "readable",
+            )
+        elif claim.partial_frame:
+            self._warn("damaged", "damaged WAV: its audio data ends inside a sample frame")
 
     @property
     def native(self) -> bool:

@@ -3,7 +3,8 @@
 A clip with video and audio gives both; a clip without an audio track gives frames only
 (VISION units downstream); an audio-only file (wav, flac, mp3, m4a, ogg, ...) gives PCM
 only; a still image gives one frame held for every unit. `audio=` replaces the soundtrack
-with an external audio file, and the stream then lasts as long as that file.
+with an external audio file (one shorter than the video is padded to it when streamed:
+`Framer.plan`'s `video_fit`).
 
 Truncated files: an MP4/MOV cut before its index (the usual case for a recording that was
 interrupted, since the index is written last) cannot be opened and raises `MediaError`

@@ -24,7 +24,7 @@ from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.recorded import RecordedInput, RecordedInputError
 from duplex_client.replay.rederive import rederive, replan_sender
-from duplex_client.run.options import RunOptions
+from duplex_client.run.options import RunOptions, default_run_dir
 from duplex_client.run.prepare import ref_audio_url
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
@@ -142,6 +142,8 @@ async def replay_bundle(
     """
     if replan and condition is not None:
         raise UsageError("replan and a sweep condition are exclusive", keywords=("replan",))
+    output_dir = Path(output_dir) if output_dir is not None else default_run_dir()
+    check_outside(path, output_dir)
     # Reading (or re-deriving: decoding) the recorded input is blocking work: off the loop.
     recorded = await asyncio.to_thread(RecordedRun.load, path)
     progress = progress or RunProgress(figures=False)
@@ -155,7 +157,7 @@ async def replay_bundle(
         timeout_s=timeout_s,
         keep_payloads=True,
         thumbnails=thumbnails,
-        output_dir=Path(output_dir) if output_dir is not None else None,
+        output_dir=output_dir,
     )
     sender = _sender(recorded, condition)
     if replan:
@@ -163,6 +165,19 @@ async def replay_bundle(
     appends = recorded.input.appends
     source = ReplaySource(sender, appends[-1].media_end_ms if appends else 0)
     return await run_session(url, options, source, progress=progress)
+
+
+def check_outside(bundle: str | Path, output_dir: str | Path) -> None:
+    """Refuse an output directory that is the replayed bundle or inside it: the replay would
+    overwrite the recording it sends (and then compare itself with itself)."""
+    source, out = Path(bundle).resolve(), Path(output_dir).resolve()
+    if out == source or out.is_relative_to(source):
+        where = "is the bundle being replayed" if out == source else "is inside the bundle"
+        raise UsageError(
+            f"output_dir {output_dir} {where} ({bundle}): the replay would overwrite the "
+            "recording; choose another directory",
+            param="output_dir",
+        )
 
 
 def _sender(recorded: RecordedRun, condition: ReplayCondition | None) -> Sender:

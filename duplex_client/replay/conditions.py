@@ -52,6 +52,8 @@ class Recording:
     chunk_ms: int = DEFAULT_CHUNK_MS
     capabilities: Capabilities | None = None
     server_commits: int = 0
+    #: The recorded input's PCM (`input_format` of the timeline): encoding and rate.
+    input_format: tuple[str, int] = ("pcm16", 16000)
 
     @classmethod
     def of(cls, run: RecordedRun) -> Recording:
@@ -63,7 +65,24 @@ class Recording:
             chunk_ms=int(run.timeline.get("chunk_ms") or DEFAULT_CHUNK_MS),
             capabilities=Capabilities.from_dict(caps) if isinstance(caps, dict) else None,
             server_commits=len(run.timeline.get("server_commits") or []),
+            input_format=_input_format(run.timeline.get("input_format")),
         )
+
+    def check_pcm16(self, name: str) -> None:
+        """Refuse a condition that rewrites the PCM of an input not sent as 16 kHz `pcm16`."""
+        encoding, rate = self.input_format
+        if (encoding, rate) != ("pcm16", 16000):
+            raise _error(
+                f"{name}: the recording's input is {encoding} at {rate} Hz; only 16 kHz pcm16 "
+                "input is rewritten"
+            )
+
+
+def _input_format(doc: Any) -> tuple[str, int]:
+    """(encoding, rate) of a timeline's `input_format` (an older bundle's: 16 kHz pcm16)."""
+    if not isinstance(doc, dict):
+        return ("pcm16", 16000)
+    return (str(doc.get("encoding", "pcm16")), int(doc.get("sample_rate_hz", 16000)))
 
 
 def _error(message: str) -> UsageError:
@@ -165,6 +184,7 @@ class PauseCondition:
     """`pause_ms=V`: the user's pauses `V` ms longer (or shorter), re-cut on the same grid."""
 
     def __init__(self, value: float, *, recording: Recording) -> None:
+        recording.check_pcm16("pause_ms")
         self.value = int(value)
         self.recording = recording
         self.pauses = pauses_ms(recording.user_speech)
@@ -294,6 +314,7 @@ class NoiseCondition:
     def __init__(self, value: float, *, recording: Recording, seed: int = 0) -> None:
         import numpy as np
 
+        recording.check_pcm16("noise_db")
         self.value, self.seed = float(value), seed
         pcm = b"".join(a.pcm for a in recording.input.appends)
         self.rms = speech_rms(np.frombuffer(pcm, dtype="<i2"))

@@ -202,6 +202,8 @@ def _plan(
                     opened.frames,
                     tail_silence_ms=source.tail_silence_ms,
                     soundtrack_policy=source.soundtrack_policy if soundtrack else None,  # type: ignore[arg-type]
+                    # external audio fitted to its video, as recorded (older bundles: never)
+                    video_fit=_fitted_policy(doc),  # type: ignore[arg-type]
                 )
             )
         except FramingError as exc:
@@ -306,9 +308,15 @@ def replan_sender(
     return send
 
 
+def _fitted_policy(doc: Mapping[str, Any]) -> str | None:
+    """The policy external audio was fitted to its video by (None: it was not)."""
+    fitted = (doc.get("audio_source") or {}).get("fitted_to_video")
+    return str(fitted["policy"]) if isinstance(fitted, dict) and fitted.get("policy") else None
+
+
 def _settings(doc: Mapping[str, Any]) -> tuple[int, int, str, int]:
     """(chunk_ms, tail_silence_ms, soundtrack policy, media_origin_ms) as recorded."""
-    policy = (doc.get("soundtrack_policy") or {}).get("policy") or "trim"
+    policy = (doc.get("soundtrack_policy") or {}).get("policy") or _fitted_policy(doc) or "trim"
     return (
         int(doc.get("chunk_ms_requested") or doc.get("chunk_ms") or 200),
         int(doc.get("tail_silence_ms") or 0),

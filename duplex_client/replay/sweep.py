@@ -23,11 +23,12 @@ from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.client.resume import ReconnectListener
 from duplex_client.client.session import EventListener
 from duplex_client.client.streaming import StreamTarget
+from duplex_client.client.transport import check_url
 from duplex_client.client.websocket import DuplexClient
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.recorded import RecordedInput
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.replay.bundle_replay import RecordedRun, replay_bundle
+from duplex_client.replay.bundle_replay import RecordedRun, check_outside, replay_bundle
 from duplex_client.replay.conditions import (
     NoiseCondition,
     PauseCondition,
@@ -321,6 +322,9 @@ async def sweep_bundle(
     as it is done. A replay that fails is a row with `ok: false`; the sweep goes on.
     """
     values = check_values(name, list(values))
+    if url is not None:
+        check_url(url)
+    check_outside(path, output_dir)
     run = await asyncio.to_thread(RecordedRun.load, path)
     recording = Recording.of(run)
     conditions = [build_condition(name, v, recording, seed) for v in values]

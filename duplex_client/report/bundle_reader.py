@@ -128,6 +128,7 @@ def _read_waves(data: RunBundleData, layout: BundleLayout, columns: int) -> None
         return
     if waves is None:
         return
+    data.view.warnings.extend(waves.notes)
     if waves.input is not None:
         data.input_wave = Envelope.of(waves.input, waves.rate_hz, columns)
     data.heard_wave = Envelope.of(waves.heard, waves.rate_hz, columns)

@@ -64,7 +64,7 @@ class RunListening:
         self.sync: PlaybackSync | None = None
         if output is not None:
             self.sync = PlaybackSync(client, output, clock=clock.now)
-        self.sent = SentAudio(out_dir / SENT_FILE)
+        self.sent = SentAudio(out_dir / SENT_FILE, client.input_pcm_format)
         self._task: asyncio.Task[None] | None = None
         #: Every event vLLM-Omni's metrics read, with its receive time (monotonic s).
         self.received: list[tuple[float, Observed]] = []
@@ -189,6 +189,7 @@ class RunListening:
                 sample_rate_hz=self.rate,
                 media_end_ms=media_end_ms,
                 sent=sent,
+                sent_rate_hz=self.sent.rate_hz,
                 segments=segments,
                 audio=audio,
                 spans=spans,

@@ -28,8 +28,9 @@ from duplex_client.analysis.turns import (
 )
 from duplex_client.analysis.vllm_metrics import ResponseTiming, Timed, duplex_session_metrics
 from duplex_client.bundle.layout import CONVERSATION_FILE, HEARD_FILE
+from duplex_client.framing.pcm_format import DEFAULT_PCM, PcmFormat
 from duplex_client.framing.plan import PlannedAppend
-from duplex_client.framing.sources import BYTES_PER_SAMPLE, INPUT_SAMPLE_RATE_HZ
+from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,30 +38,45 @@ if TYPE_CHECKING:
 
 
 class SentAudio:
-    """The input PCM as sent, at 16 kHz on the media clock; gaps (VISION units) are silence."""
+    """The input PCM as sent, in the session's input format (`fmt`: its encoding and rate),
+    on the media clock; gaps (VISION units) are silence."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fmt: PcmFormat = DEFAULT_PCM) -> None:
         self.path = path
+        self.fmt = fmt
         self.end_sample = 0
         self._file = path.open("w+b")
+
+    @property
+    def rate_hz(self) -> int:
+        """The sample rate of what `read` returns (the session's input rate)."""
+        return self.fmt.sample_rate_hz
 
     def record(self, append: PlannedAppend) -> None:
         """Place one sent append's PCM at its media start."""
         if not append.pcm:
             return
-        start = append.media_start_ms * INPUT_SAMPLE_RATE_HZ // 1000
-        self._file.seek(start * BYTES_PER_SAMPLE)
+        width = self.fmt.sample_width
+        start = append.media_start_ms * self.fmt.sample_rate_hz // 1000
+        self._file.seek(start * width)
         self._file.write(append.pcm)
-        self.end_sample = max(self.end_sample, start + len(append.pcm) // BYTES_PER_SAMPLE)
+        self.end_sample = max(self.end_sample, start + len(append.pcm) // width)
 
     def read(self) -> npt.NDArray[np.int16]:
-        """Everything recorded, from media time 0."""
+        """Everything recorded, from media time 0, as int16 at `rate_hz` (float32 input is
+        decoded as float32, never as int16)."""
         import numpy as np
 
         self._file.flush()
         self._file.seek(0)
-        data = self._file.read(self.end_sample * BYTES_PER_SAMPLE)
-        return np.frombuffer(data, dtype="<i2").copy()
+        data = self._file.read(self.end_sample * self.fmt.sample_width)
+        if not self.fmt.is_float:
+            return np.frombuffer(data, dtype="<i2").copy()
+        floats = np.nan_to_num(np.frombuffer(data, dtype="<f4"), nan=0.0, posinf=1.0, neginf=-1.0)
+        pcm: npt.NDArray[np.int16] = np.clip(np.rint(floats * 32768.0), -32768, 32767).astype(
+            np.int16
+        )
+        return pcm
 
     def discard(self) -> None:
         """Close and remove the file."""
@@ -87,6 +103,7 @@ class ListeningReport:
         sample_rate_hz: int,
         media_end_ms: int,
         sent: npt.NDArray[np.int16],
+        sent_rate_hz: int = INPUT_SAMPLE_RATE_HZ,
         segments: Sequence[HeardSegment],
         audio: Mapping[str, bytes],
         spans: Sequence[HeardSpan],
@@ -98,7 +115,11 @@ class ListeningReport:
         played: bool = True,
     ) -> ListeningReport:
         """Write `heard.wav` and `conversation.wav`, then measure the turns (`played` False:
-        nothing played the answers, so latencies end at the first audio received)."""
+        nothing played the answers, so latencies end at the first audio received).
+
+        `sent` is the input as sent (int16 at `sent_rate_hz`): resampled to the answers'
+        rate for the conversation's left channel, and to 16 kHz for voice activity.
+        """
         from duplex_client.bundle.wavfile import write_wav
         from duplex_client.media.resample import resample
 
@@ -107,8 +128,10 @@ class ListeningReport:
         length = heard_length(media_samples, segments)
         heard = render_heard(segments, audio, length)
         write_wav(out_dir / HEARD_FILE, heard, sample_rate_hz)
-        upsampled = resample(sent, INPUT_SAMPLE_RATE_HZ, sample_rate_hz)
+        upsampled = resample(sent, sent_rate_hz, sample_rate_hz)
         write_wav(out_dir / CONVERSATION_FILE, mix_conversation(upsampled, heard), sample_rate_hz)
+        if sent_rate_hz != INPUT_SAMPLE_RATE_HZ:  # Silero VAD scores 16 kHz windows
+            sent = resample(sent, sent_rate_hz, INPUT_SAMPLE_RATE_HZ)
         source: UserEndSource = "none"
         if annotations is not None:
             report.user_speech, source = list(annotations), "annotation"

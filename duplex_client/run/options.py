@@ -23,6 +23,7 @@ from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
 from duplex_client.protocol.errors import DuplexClientError
+from duplex_client.run.checks import DEFAULT_RECONNECT_ATTEMPTS, check_more
 from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
 from duplex_client.run.turns import COMMIT_TURNS, TURN_MODES, TurnMode, no_commits_error
 from duplex_client.usage import UsageError
@@ -205,7 +206,7 @@ class RunOptions:
     #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
     handshake_timeout_s: float = 30.0
     reconnect: bool = True
-    reconnect_attempts: int = 5
+    reconnect_attempts: int = DEFAULT_RECONNECT_ATTEMPTS
     # --- the embedded server (no URL) ---
     require_audio: bool = False
     #: A JSON script for the embedded server's scripted engine.
@@ -279,6 +280,7 @@ class RunOptions:
             if value is not None or name not in _OPTIONAL_NUMBERS:
                 check_number(name, value)
         self._check_session()
+        check_more(self, inputs)  # knobs, temperature, family features, video, config
         if self.annotations is not None and not self.realtime:
             raise UsageError(
                 "annotations needs real-time pacing: without it there is no listener clock "
@@ -344,14 +346,6 @@ class RunOptions:
             raise UsageError(f"actions: {exc}", param="actions") from None
 
     def _check_session(self) -> None:
-        if self.temperature is not None:
-            t = self.temperature
-            if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
-                raise UsageError(
-                    f"temperature must be a finite number, got {t!r}", param="temperature"
-                )
-            if t < 0:
-                raise UsageError(f"temperature must be >= 0, got {t:g}", param="temperature")
         choices = [
             ("preset", self.preset in PRESET_NAMES, ", ".join(PRESET_NAMES)),
             ("turn", self.turn in TURN_MODES, ", ".join(TURN_MODES)),

@@ -36,7 +36,8 @@ class RunProgress:
     #: Whether the run keeps the file-run figures up to date (about ten times a second). Off
     #: when nothing shows or logs them (a run's own default progress, `--quiet`, `--json`).
     figures: bool = True
-    #: The run's bundle, once it is open (a stopped run's caller names it).
+    #: The run's bundle, once it is open (a stopped run's caller names it, and what a forced
+    #: exit left incomplete).
     bundle_dir: Path | None = None
     # --- a live run's figures, kept by its device source ---
     turn: str = "model"

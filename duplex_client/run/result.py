@@ -281,14 +281,21 @@ def record_session(
     totals = timeline.totals()
     result.lateness_ms = totals["lateness_ms"]
     keys = ("appends", "audio_ms", "units", "fallback_units", "frames", "commits")
+    resumed = [r for r in client.reconnects if r.outcome not in (None, "failed")]
     result.counts = {
         **{k: totals[k] for k in keys},
+        # handed to the session (`appends`), written to a socket, confirmed by the server
+        "appends_written": totals["written"],
+        "audio_ms_written": totals["written_audio_ms"],
+        "appends_acknowledged": totals["acknowledged"],
         "responses": len(client.tracker.handles),
         "speak": sum(1 for h in handles if h.decision == "speak"),
         "listen": sum(1 for h in handles if h.decision == "listen"),
         "events": bundle.event_count,
         "output_audio_ms": bundle.output_ms,
-        "reconnects": len(client.reconnects),
+        # a reconnection that failed is no reconnection: counted apart
+        "reconnects": len(resumed),
+        "reconnects_failed": len(client.reconnects) - len(resumed),
         "resent_appends": totals["resends"],
         "function_calls": len(client.function_call_records),
     }

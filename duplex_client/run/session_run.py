@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import collect_media_warnings
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
+from duplex_client.run.checks import check_url_options
 from duplex_client.run.embedded import embedded_server
 from duplex_client.run.listening import RunListening
 from duplex_client.run.options import DEFAULT_CHUNK_MS, RunOptions, default_run_dir
@@ -66,8 +67,9 @@ async def run_session(
     """
     options.validate(inputs=source.inputs)
     progress = progress or RunProgress(figures=False)  # nothing displays it
-    if url:
+    if url is not None:  # an empty one is refused: it must not mean the embedded server
         check_url(url)
+        check_url_options(options)
         options = await with_listed_model(url, options, progress.warn)
     prepared = prepare(options, inputs=source.inputs)
     with collect_media_warnings(lambda warning: progress.warn(str(warning))):
@@ -109,7 +111,7 @@ async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]
     CPU bursts (ASR and TTS hold the GIL for up to a few hundred ms) never delay the
     client's media clock or a live microphone's capture.
     """
-    if url:
+    if url is not None:
         yield url
         return
     async with embedded_server(
@@ -129,6 +131,23 @@ def open_bundle(output_dir: Path | None) -> RunBundle:
         raise UsageError(
             f"{out_dir}: cannot write the output directory ({exc})", param="output_dir", keywords=()
         ) from None
+
+
+async def finish_regardless(work: Awaitable[None]) -> None:
+    """Run `work` to its end even when this task is cancelled meanwhile; a cancel that came
+    is raised once it is done (the work's own failure is raised as it is)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            await asyncio.shield(task)
+            break
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def _dropped(reason: str | None) -> bool:
@@ -175,6 +194,7 @@ class SessionRun:
             model=self.model, url=self.client.url, path=bundle.layout.timeline
         )
         self.timeline.set_sliding_window(config.extra_body)
+        self.timeline.deliveries = self.client.input_ledger  # what really left, and was confirmed
         self.activity = SessionActivity()
         self.figures = LiveFigures(self.progress, self.timeline, self.client, self.activity)
         self.stream_result: StreamResult | None = None
@@ -207,18 +227,26 @@ class SessionRun:
             result.error = self._explain(exc)
             if _is_device_error(exc):
                 result.exit_code = EXIT_USAGE
+        except Exception as exc:  # unforeseen: raised on, but never a failed result saying nothing
+            result.error = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             if ticker is not None:
                 ticker.cancel()
-            await self._close()
-            self._complete(result, started)
-            await self._measure(result)
-            result.warnings = list(self.progress.warnings)  # media, model, listening notes
-            # fsync'd file writes: off the loop, where other sessions may be pacing
-            await asyncio.shield(asyncio.to_thread(self._write_final, result.to_dict()))
+            # A second stop (Ctrl-C twice) waits for the bundle: it is never left half written.
+            await finish_regardless(self._finish(result, started))
         if refused is not None:
             raise refused
         return result
+
+    async def _finish(self, result: RunResult, started: float) -> None:
+        """Close, judge, measure and write the last files of the bundle."""
+        await self._close()
+        self._complete(result, started)
+        await self._measure(result)
+        result.warnings = list(self.progress.warnings)  # media, model, listening notes
+        # fsync'd file writes: off the loop, where other sessions may be pacing
+        await asyncio.to_thread(self._write_final, result.to_dict())
 
     def _write_final(self, doc: dict[str, Any]) -> None:
         """The last files: session.json (final attachment generation), then result.json."""

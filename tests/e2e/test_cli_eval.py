@@ -113,6 +113,26 @@ def test_a_csv_manifest_carries_its_extra_columns(
     assert (row["id"], row["speaker"], row["notes"], row["ok"]) == (
         "one", "alice", "first take", "true",
     )  # fmt: skip
+    # the columns that set nothing are said once (issue 32)
+    notes = [n for n in json.loads(done.stdout)["notes"] if "manifest column" in n]
+    assert notes == ["manifest column(s) notes, speaker: not run options, kept as extra summary "
+                     "columns"]  # fmt: skip
+    assert done.stderr.count("manifest column(s) notes, speaker") == 1
+
+
+def test_a_column_typo_refuses_the_manifest_naming_both(media: Path, tmp_path: Path) -> None:
+    """`tail_silence` would run with no tail at all: an error, not an extra column (#32; more
+    typos: `test_a_misspelt_column_refuses_the_manifest`)."""
+    (tmp_path / "c.wav").write_bytes((media / "c.wav").read_bytes())
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("id,input_audio,tail_silence\none,c.wav,2\n", encoding="utf-8")
+    message = "m.csv: column 'tail_silence' is one edit away from 'tail_silence_s': rename it"
+    out = tmp_path / "eval"
+    done = eval_cli(str(manifest), "--output-dir", str(out), "--url", "ws://127.0.0.1:9")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and message in line, line
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -149,6 +169,7 @@ def test_bad_eval_options_are_usage_errors(media: Path, tmp_path: Path) -> None:
         done = eval_cli(str(media), "--output-dir", str(out), *args)
         assert done.returncode == 2, done.stderr
         assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert not out.exists()
 
 
 def test_repeat_runs_each_item_k_times(media: Path, script: Path, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from duplex_client.framing import check_timeline
 from duplex_client.server import Faults, ReferenceServer
 from duplex_client.server.engine.script import Script
 from tests.e2e.helpers import (
@@ -176,6 +177,7 @@ async def test_error_event_mid_response_exits_1(clip: Path, tmp_path: Path) -> N
 
 
 async def test_server_process_killed_exits_1(clip: Path, tmp_path: Path) -> None:
+    """What was queued after the kill never left: the record and the summary say so (#32)."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps(LONG_ANSWER_SCRIPT))
     server = await asyncio.create_subprocess_exec(
@@ -207,7 +209,6 @@ async def test_server_process_killed_exits_1(clip: Path, tmp_path: Path) -> None
                 "1",
                 "--output-dir",
                 str(run),
-                "-q",
                 "--reconnect-attempts",
                 "2",
             )
@@ -230,4 +231,24 @@ async def test_server_process_killed_exits_1(clip: Path, tmp_path: Path) -> None
     assert_received_once(run)
     timeline = load(run, "input_timeline.json")
     assert [r["outcome"] for r in timeline["reconnects"]] == ["failed"]
-    assert load(run, "result.json")["counts"]["reconnects"] == 1
+    counts = load(run, "result.json")["counts"]
+    assert counts["reconnects"] == 0 and counts["reconnects_failed"] == 1  # none resumed
+    # The appends queued while the client tried to resume never left: no send time, written
+    # false; those written before the kill say so, and the server confirmed some of them.
+    rows = timeline["appends"]
+    written = [r["written"] for r in rows]
+    assert True in written and False in written
+    assert written == sorted(written, reverse=True)  # written ones first, then none
+    for row in rows:
+        if not row["written"]:
+            assert row["sent_offset_ms"] is None and row["lateness_ms"] is None
+            assert row["acknowledged_offset_ms"] is None
+    acked = [r for r in rows if r["acknowledged_offset_ms"] is not None]
+    assert acked and all(r["written"] for r in acked)
+    totals = timeline["totals"]
+    assert totals["written"] == written.count(True) < totals["appends"] == len(rows)
+    assert totals["acknowledged"] == len(acked) and check_timeline(timeline) == []
+    assert counts["appends_written"] == totals["written"]
+    # the summary counts what was sent, and says what was not
+    assert f"sent             {totals['written']} appends," in done.stderr
+    assert f"not sent         {written.count(False)} appends" in done.stderr

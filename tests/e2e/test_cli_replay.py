@@ -76,6 +76,29 @@ def test_a_changed_payload_refuses_naming_the_first_append_and_sends_nothing(
     assert not out.exists()  # refused before anything was connected or written
 
 
+@pytest.mark.parametrize(
+    ("where", "sweep"),
+    [(".", False), ("again", False), ("sweep", True)],
+    ids=["-o the bundle", "-o inside it", "--sweep -o inside it"],
+)
+def test_an_output_directory_in_the_replayed_bundle_is_refused(
+    recorded: tuple[Path, Path], tmp_path: Path, where: str, sweep: bool
+) -> None:
+    """`replay B -o B` would overwrite the recording, then compare it with itself (issue 32)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(recorded[0], bundle)
+    before = {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()}
+    out = bundle / where
+    args = ["replay", str(bundle), "--url", "ws://127.0.0.1:9", "-o", str(out)]
+    done = cli(*args, *(["--sweep", "jitter_ms=0"] if sweep else []))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    what = "is the bundle being replayed" if where == "." else "is inside the bundle"
+    assert line.startswith(f"error: --output-dir {out} {what} ({bundle}): the replay would")
+    assert {p.name: p.read_bytes() for p in bundle.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in bundle.iterdir()) == sorted(p.name for p in recorded[0].iterdir())
+
+
 def test_a_bundle_without_payloads_says_how_to_record_one(
     recorded: tuple[Path, Path], tmp_path: Path
 ) -> None:

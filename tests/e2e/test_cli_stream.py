@@ -164,6 +164,7 @@ async def test_require_audio_turns_vision_units_into_fallback(
 
 
 async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> None:
+    """A 1.4 s WAV with a 3 s video is padded to the video: every frame goes out (issue 32)."""
     wav = write_audio_file(tmp_path / "speech.wav", 1.4, 16000, 440.0)
     run = tmp_path / "run"
     done = await run_cli(
@@ -181,10 +182,44 @@ async def test_external_wav_with_video_and_tail(clip: Path, tmp_path: Path) -> N
     timeline = load(run, "input_timeline.json")
     rows = timeline["appends"]
     assert timeline["audio_source"]["kind"] == "wav" and timeline["soundtrack_policy"] is None
-    assert len(rows) == 12 and [r["segment"] for r in rows] == ["clip"] * 7 + ["tail"] * 5
+    assert timeline["audio_source"]["fitted_to_video"] == {
+        "policy": "trim",
+        "audio_ms": 1400,
+        "video_ms": 3000,
+        "padded_ms": 1600,
+    }
+    assert len(rows) == 20 and [r["segment"] for r in rows] == ["clip"] * 15 + ["tail"] * 5
     framed = [(r["audio_end_ms"], r["frames"][0]["source_pts_ms"]) for r in rows if r["frames"]]
-    assert framed == [(1000, 0), (2000, 1000)]
-    assert all(r["is_speech"] is False for r in rows[7:])
+    assert framed[:3] == [(1000, 0), (2000, 1000), (3000, 2000)]
+    # the WAV's audio is sent as it is; what follows it is silence, marked as such
+    assert [r["is_speech"] for r in rows[:7]] == [None] * 7
+    assert all(r["is_speech"] is False for r in rows[8:])
+    assert "shorter than" not in done.stderr
+
+
+async def test_external_wav_with_soundtrack_full_stops_with_the_audio(
+    clip: Path, tmp_path: Path
+) -> None:
+    """`--soundtrack full` sends the WAV as is: the video after it is not sent, and said so."""
+    wav = write_audio_file(tmp_path / "speech.wav", 1.4, 16000, 440.0)
+    run = tmp_path / "run"
+    done = await run_cli(
+        "--input-video", str(clip), "--input-audio", str(wav), "--soundtrack", "full",
+        "--output-dir", str(run), "--burst",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    timeline = load(run, "input_timeline.json")
+    assert timeline["audio_source"]["fitted_to_video"] == {
+        "policy": "full",
+        "audio_ms": 1400,
+        "video_ms": 3000,
+        "video_not_sent_ms": 1600,
+    }
+    rows = timeline["appends"]
+    assert rows[-1]["media_end_ms"] == 1400
+    assert [r["audio_end_ms"] for r in rows if r["frames"]] == [1000]
+    assert "speech.wav (1400 ms) is shorter than" in done.stderr
+    assert "the video after its end is not sent" in done.stderr
 
 
 async def test_manual_commit_then_response_create(clip: Path, tmp_path: Path) -> None:
@@ -309,3 +344,40 @@ async def test_a_truncated_faststart_clip_is_one_warning_line(tmp_path: Path) ->
     assert any(line.startswith(f"warning: {cut}: truncated: audio ends at") for line in lines)
     assert len(set(lines)) == len(lines)  # each said once
     assert "MediaWarning" not in done.stderr and ".py:" not in done.stderr
+
+
+async def test_video_fps_above_the_frames_sent_is_explained(clip: Path, tmp_path: Path) -> None:
+    """`--video-fps 3` with one frame a unit is said, not ignored (#32; stacking 3 frames sends
+    them without a word: `test_frames_note_says_when_video_fps_is_more_than_is_sent`)."""
+    said = "video_fps 3 asks for more frames than are sent: each 1000 ms unit carries"
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
+        done = await run_cli(
+            "--url", server.url, "--input-video", str(clip), "--video-fps", "3", "--burst",
+            "--output-dir", str(tmp_path / "a"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {said} the frame shown at its start (1 a second); raise stack_frames" in (
+        done.stderr
+    )
+    assert said in " ".join(load(tmp_path / "a", "result.json")["warnings"])
+
+
+async def test_a_truncated_wav_is_streamed_with_a_warning(tmp_path: Path) -> None:
+    """A WAV cut short says so, as a cut MP4 does, and what it holds is sent (issue 32)."""
+    full = write_audio_file(tmp_path / "full.wav", 3.0, 16000, 440.0)
+    data = full.read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(data[: len(data) // 2])
+    run = tmp_path / "run"
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
+        done = await run_cli(
+            "--url", server.url, "--input-audio", str(cut), "--burst", "--output-dir", str(run)
+        )
+    assert done.returncode == 0, done.stderr
+    said = (
+        f"{cut}: truncated WAV: its header declares 3.00 s of audio, the file holds 1.50 s; "
+        "using what is readable"
+    )
+    assert f"warning: {said}" in done.stderr
+    assert load(run, "result.json")["warnings"] == [said]
+    assert load(run, "input_timeline.json")["audio_source"]["duration_ms"] == 1499

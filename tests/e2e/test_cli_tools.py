@@ -46,6 +46,7 @@ async def test_stream_tool_round_trip_lands_in_the_bundle(
     async with ReferenceServer(engine="scripted", tools=True, script=CALL) as server:
         done = await run_cli(
             "--url", server.url, "--input-audio", str(wav), "--output-dir", str(run), "--json",
+            "--preset", "none",  # the minicpmo preset's model calls no functions (issue 32)
             "--tools", str(tools_json), "--tool-result", 'get_time={"time": "12:00"}',
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -95,7 +96,7 @@ async def test_bad_tools_input_is_one_line_exit_2(
     if content is not None:
         path.write_text(content)
     done = await run_cli(
-        "--input-audio", str(wav), "--output-dir", str(tmp_path / "run"),
+        "--input-audio", str(wav), "--output-dir", str(tmp_path / "run"), "--preset", "none",
         "--tools", str(path), *extra,
     )  # fmt: skip
     assert done.returncode == 2, (done.stdout, done.stderr)
@@ -116,7 +117,7 @@ async def test_eval_declares_the_tools_for_every_item_and_answers_their_calls(
     async with ReferenceServer(engine="scripted", tools=True, script=CALL) as server:
         done = await asyncio.to_thread(
             eval_cli,
-            str(clips), "--url", server.url, "--output-dir", str(out), "-q",
+            str(clips), "--url", server.url, "--output-dir", str(out), "-q", "--preset", "none",
             "--tools", str(tools_json), "--tool-result", 'get_time={"time": "12:00"}',
         )  # fmt: skip
     assert done.returncode == 0, done.stderr

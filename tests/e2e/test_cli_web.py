@@ -129,6 +129,7 @@ def test_listening_beyond_loopback_warns(tmp_path: Path) -> None:
         (["--ref-audio", "{tmp}/notes.txt"], "--ref-audio: "),
         (["--jitter-ms", "-1"], "--jitter-ms must be >= 0, got -1"),
         (["--url", "ftp://example.com"], "unsupported URL scheme 'ftp'"),
+        (["--url", ""], "--url is empty: give ws://host:port"),  # never the embedded server
         (["--port", "70000"], "--port must be 0..65535, got 70000"),
     ],
 )

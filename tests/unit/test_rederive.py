@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,22 @@ from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.replay.rederive import recorded_source, recut_input, rederive
 from duplex_client.run.stream import stream_clip_blocking
 from duplex_client.usage import UsageError
+from tests.e2e.eval_support import servers, write_script
 from tests.support.media_files import write_audio_file, write_clip
 
 
-def _record(root: Path, name: str, **options: Any) -> dict[str, Any]:
-    """A real run (embedded reference server, real time) kept with its payloads."""
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One reference server (scripted engine) for the module's recordings."""
+    script = write_script(tmp_path_factory.mktemp("server") / "script.json")
+    with servers(script) as (server,):
+        yield server.url
+
+
+def _record(root: Path, name: str, url: str, **options: Any) -> dict[str, Any]:
+    """A real run (a reference server, real time unless told) kept with its payloads."""
     result = stream_clip_blocking(
-        None, output_dir=root / name, preset="none", keep_payloads=True, **options
+        url, output_dir=root / name, preset="none", keep_payloads=True, **options
     )
     assert result.ok, result.error
     doc: dict[str, Any] = json.loads((root / name / "input_timeline.json").read_text())
@@ -31,12 +41,12 @@ def _record(root: Path, name: str, **options: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def clip_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def clip_run(tmp_path_factory: pytest.TempPathFactory, url: str) -> tuple[Path, dict[str, Any]]:
     """A 2.2 s clip with a soundtrack, 2 frames a second, then 0.3 s of tail: (root, doc)."""
     root = tmp_path_factory.mktemp("rederive")
     clip = write_clip(root / "clip.mp4", video_seconds=2.2, audio_seconds=2.2, fps=5)
     doc = _record(
-        root, "clip", input_video=str(clip), tail_silence_s=0.3, video_fps=2.0, chunk_ms=300
+        root, "clip", url, input_video=str(clip), tail_silence_s=0.3, video_fps=2.0, chunk_ms=300
     )
     return root, doc
 
@@ -122,9 +132,9 @@ def test_what_cannot_be_rederived_says_why_in_one_line(
     assert why in str(err.value) and "\n" not in str(err.value)
 
 
-def test_an_audio_file_rederives(tmp_path: Path) -> None:
+def test_an_audio_file_rederives(tmp_path: Path, url: str) -> None:
     wav = write_audio_file(tmp_path / "a.wav", 0.6, 22050, 300.0)
-    doc = _record(tmp_path, "wav", input_audio=str(wav))
+    doc = _record(tmp_path, "wav", url, input_audio=str(wav))
     assert doc["audio_source"]["kind"] == "wav" and doc["video"] is None
     pcm, image = rederive(doc)
     assert (
@@ -158,3 +168,18 @@ def _with_paths(doc: dict[str, Any], path: str) -> dict[str, Any]:
     moved = copy.deepcopy(doc)
     moved["audio_source"]["path"] = moved["video"]["path"] = path
     return moved
+
+
+def test_a_wav_padded_to_its_video_rederives_to_the_bytes_sent(tmp_path: Path, url: str) -> None:
+    """A WAV shorter than its video was padded to it (issue 32): replay re-derives the same."""
+    clip = write_clip(tmp_path / "clip.mp4", video_seconds=1.2, fps=5)
+    wav = write_audio_file(tmp_path / "q.wav", 0.5, 16000, 440.0)
+    doc = _record(tmp_path, "run", url, input_video=str(clip), input_audio=str(wav), realtime=False)
+    assert doc["audio_source"]["fitted_to_video"]["policy"] == "trim"
+    assert doc["appends"][-1]["media_end_ms"] == 2000  # 1.2 s of video, padded to the unit
+    pcm, image = rederive(doc)
+    kept = KeptPayloads(tmp_path / "run", doc["appends"])
+    for row in doc["appends"]:
+        assert pcm(row) == kept.pcm(row)
+        for frame in row["frames"]:
+            assert image(row, frame) == kept.image(row, frame) != b""

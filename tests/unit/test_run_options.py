@@ -72,6 +72,7 @@ def test_bad_numbers_are_one_line_naming_the_keyword(options: dict[str, Any], me
 def test_the_bounds_themselves_are_accepted() -> None:
     RunOptions(
         input_audio="a.wav",
+        input_image="i.jpg",  # jpeg_quality applies to the images sent
         tail_silence_s=MAX_SECONDS,
         chunk_ms=MAX_CHUNK_MS,
         timeout_s=MAX_SECONDS,
@@ -166,3 +167,18 @@ async def test_an_unknown_keyword_is_a_usage_error_with_a_hint() -> None:
 
     with pytest.raises(UsageError, match=r"^chunkms is not an option .*did you mean chunk_ms\?"):
         await stream_clip(None, input_audio="a.wav", chunkms=100)
+
+
+def test_frames_note_says_when_video_fps_is_more_than_is_sent() -> None:
+    """A unit carries `stack_frames` frames: a faster sampling is said, never ignored (#32)."""
+    from duplex_client.run.checks import frames_note
+
+    assert frames_note(1.0, 1, 1000) is None and frames_note(0.5, 1, 1000) is None
+    assert frames_note(3.0, 3, 1000) is None  # three a unit: all sent
+    assert frames_note(12.5, 1, 80) is None  # an 80 ms grid carries 12.5 a second
+    note = frames_note(3.0, 2, 1000)
+    assert note == (
+        "video_fps 3 asks for more frames than are sent: each 1000 ms unit carries the frame "
+        "shown at its start and a composite of 1 more (2 a second); raise stack_frames to send "
+        "more"
+    )

@@ -181,6 +181,14 @@ def test_noise_needs_audible_audio() -> None:
         build_condition("noise_db", 10, Recording(rec))
 
 
+@pytest.mark.parametrize("name", ["noise_db", "pause_ms"])
+def test_float_input_is_never_rewritten_as_int16(name: str) -> None:
+    """A PersonaPlex recording (24 kHz float32) is refused, not mixed as int16 (issue 32)."""
+    rec = recorded(talk())
+    with pytest.raises(UsageError, match=f"{name}: the recording's input is pcm_f32le at 24000"):
+        build_condition(name, 10, Recording(rec, SPEECH, input_format=("pcm_f32le", 24000)))
+
+
 # --- jitter ---
 
 

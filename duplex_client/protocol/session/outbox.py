@@ -10,6 +10,7 @@ is sent again with the original ids, in the original order.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,6 +73,8 @@ class Outbox:
         self._forgot_any = False
         self._decided_unit = -1
         self._cursor = 0  # serial of the next entry to write after a resume
+        #: Told the id of every entry the server confirmed (the shell's record of inputs).
+        self.on_confirmed: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -175,9 +178,11 @@ class Outbox:
         if not any(e.event_id == event_id for e in self._entries):
             return False
         while self._entries:
-            done = self._entries[0].event_id == event_id
+            entry_id = self._entries[0].event_id
             self._pop_front()
-            if done:
+            if self.on_confirmed is not None:
+                self.on_confirmed(entry_id)
+            if entry_id == event_id:
                 break
         return True
 

@@ -11,14 +11,12 @@ from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.sources import AudioVisualSource, MediaInput
 from duplex_client.framing.writer import FramingError
+from duplex_client.run.checks import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY, frames_note
 from duplex_client.run.options import InputKind, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
 from duplex_client.usage import UsageError
-
-#: Frame settings of a file run when the options leave them to the input.
-FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY = 0, 90
 
 
 def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
@@ -90,7 +88,8 @@ class FileSource:
 
     @property
     def media_ms(self) -> int:
-        """The input's length (audio if any, else the video) plus the tail silence."""
+        """The input's length (audio if any, else the video; the video when an external audio
+        file shorter than it is padded to it) plus the tail silence."""
         return self._media_ms
 
     async def open(self, options: RunOptions, progress: RunProgress) -> None:
@@ -98,11 +97,21 @@ class FileSource:
         self._options = options
         media, self._closer = await asyncio.to_thread(_opened, options)
         self.media = media
-        length = 0
+        audio_ms = video_ms = 0
         if media.audio is not None:
-            length = int(media.audio.info().get("duration_ms") or 0)
-        elif media.frames is not None:
-            length = media.frames.duration_ms
+            audio_ms = int(media.audio.info().get("duration_ms") or 0)
+        if media.frames is not None:
+            video_ms = media.frames.duration_ms
+        length = audio_ms if media.audio is not None else video_ms
+        if options.input_audio and options.input_video and video_ms > audio_ms:
+            if options.soundtrack == "full":
+                progress.warn(
+                    f"{options.input_audio} ({audio_ms} ms) is shorter than "
+                    f"{options.input_video} ({video_ms} ms): soundtrack full sends it as is, so "
+                    "the video after its end is not sent (trim or pad add silence instead)"
+                )
+            else:  # the framer pads the audio with silence to the video's end
+                length = video_ms
         self._media_ms = length + round(options.tail_silence_s * 1000)
         _check_modalities(options, media)
 
@@ -114,6 +123,11 @@ class FileSource:
         """Stream the media, then the tail silence, and commit (where the session takes it)."""
         options = self._options
         assert options is not None, "open() first"
+        if options.input_video:  # the unit grid is known now: say what video_fps amounts to
+            period = link.client.capabilities.chunk_period_ms
+            note = frames_note(options.video_fps, options.stack_frames, period)
+            if note is not None:
+                link.progress.warn(note)
         try:
             return await stream(
                 link.client,

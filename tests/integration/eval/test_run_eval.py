@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +46,30 @@ async def test_items_run_into_records_a_summary_and_a_frame(tmp_path: Path) -> N
     assert result.summary["failures"][0]["ids"] == ["bad"]
 
 
+async def test_a_directory_takes_the_audio_files_stream_takes(tmp_path: Path) -> None:
+    """`.ogg` and `.m4a` are items, as `stream --input-audio` reads them (issue 32): each is
+    decoded (its float samples) and sent whole."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a.ogg", "b.m4a"):
+        write_audio_file(src / name, 0.6, 16000, 440.0)
+    script = Script.from_dict(ANSWER_SCRIPT)
+    async with ReferenceServer(engine="scripted", script=script) as server:
+        result = await run_eval_async(
+            src, output_dir=tmp_path / "eval", urls=[server.url], realtime=False
+        )
+    assert result.exit_code == 0, [r.result.get("error") for r in result.items]
+    assert [(r.id, r.result["ok"]) for r in result.items] == [("a.ogg", True), ("b.m4a", True)]
+    for item in result.items:
+        bundle = tmp_path / "eval" / item.bundle
+        timeline = json.loads((bundle / "input_timeline.json").read_text(encoding="utf-8"))
+        source = timeline["audio_source"]
+        assert source["path"].endswith(item.id) and source["original_format"]["sample_format"] == (
+            "float32"
+        )
+        assert 550 <= source["duration_ms"] <= 700 and timeline["totals"]["audio_ms"] >= 550
+
+
 async def test_bad_eval_options_raise_before_anything_runs(tmp_path: Path) -> None:
     items = [EvalItem("a", input_audio="x.wav")]
     out = tmp_path / "eval"
@@ -55,6 +81,17 @@ async def test_bad_eval_options_raise_before_anything_runs(tmp_path: Path) -> No
         await run_eval_async(items, output_dir=out, tail_silence=1)
     with pytest.raises(ItemSetError, match="duplicate item ids: a"):
         await run_eval_async([*items, *items], output_dir=out)
+    # issue 32: what would reach the server wrong, or do nothing, is refused up front
+    for kwargs, message in [
+        ({"preset": "nemotron", "manual_commit": True}, "manual_commit commits the input"),
+        ({"temperature": 1e12}, "temperature must be at most 2"),
+        ({"window_knobs": {"context_max_units": 3}}, "context_max_units is a knob of sliding"),
+        ({"require_audio": True, "urls": ["ws://127.0.0.1:9"]}, "require_audio configures"),
+        ({"stack_frames": 2}, "stack_frames applies to a video item, and there is none"),
+        ({"jpeg_quality": 50}, "jpeg_quality applies to the images sent (a video or image item)"),
+    ]:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            await run_eval_async(items, output_dir=out, **kwargs)
     assert not (out / "items").exists()
 
 

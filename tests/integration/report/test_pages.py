@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import wave
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,29 @@ def test_a_corrupt_mix_loses_the_audio_not_the_page(
     data = embedded(page, "run-data")
     assert any(w.startswith("audio not drawn:") for w in data["warnings"])
     assert '<audio id="player"' not in page and len(data["units"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("keep", "note"),
+    [
+        (0.5, "conversation.wav is cut short: it holds"),
+        (0.0, "conversation.wav holds no audio (its header declares"),
+    ],
+    ids=["cut in half", "header only"],
+)
+def test_a_cut_mix_is_noted_not_drawn_as_an_empty_track(
+    runs: tuple[Path, Path], tmp_path: Path, keep: float, note: str
+) -> None:
+    """The page says the track is incomplete instead of drawing silence (issue 32)."""
+    bundle = copy_bundle(runs[0], tmp_path / "cut")
+    wav = bundle / "conversation.wav"
+    data = wav.read_bytes()
+    wav.write_bytes(data[: 44 + int((len(data) - 44) * keep)])
+    loaded = load_run_bundle(bundle)
+    (said,) = [w for w in loaded.view.warnings if "conversation.wav" in w]
+    assert said.startswith(note), said
+    assert loaded.input_wave is not None and loaded.heard_wave is not None
+    if keep:  # what it holds is drawn, as far as it goes
+        with wave.open(str(runs[0] / "conversation.wav")) as whole:
+            whole_ms = 1000 * whole.getnframes() / whole.getframerate()
+        assert 0.4 * whole_ms < max(loaded.input_wave.t_ms) < 0.6 * whole_ms

@@ -104,6 +104,58 @@ CASES = [
     Case("negative temperature", ["--input-audio", "{wav}", "--temperature", "-1"],
          {"input_audio": "{wav}", "temperature": -1.0}, 2, "--temperature must be >= 0",
          api_message="temperature must be >= 0"),
+    # options that would reach the server wrong, or do nothing (issue 32)
+    Case("window knob without its mode", ["--input-audio", "{wav}",
+         "--basic-window-high-tokens", "4000"],
+         {"input_audio": "{wav}", "window_knobs": {"basic_window_high_tokens": 4000}}, 2,
+         "--basic-window-high-tokens is a knob of --sliding-window basic (not given here): "
+         "without that mode it is never sent",
+         api_message="basic_window_high_tokens is a knob of sliding_window basic"),
+    Case("negative window knob", ["--input-audio", "{wav}", "--sliding-window", "context",
+         "--context-max-units", "-5"],
+         {"input_audio": "{wav}", "sliding_window": "context",
+          "window_knobs": {"context_max_units": -5}}, 2,
+         "--context-max-units must be a positive integer, got -5",
+         api_message="context_max_units must be a positive integer, got -5"),
+    Case("absurd temperature", ["--input-audio", "{wav}", "--temperature", "1e12"],
+         {"input_audio": "{wav}", "temperature": 1e12}, 2,
+         "--temperature must be at most 2 (the protocol's range), got 1e+12",
+         api_message="temperature must be at most 2"),
+    Case("manual commit on a commit-free preset", ["--input-audio", "{wav}", "--preset",
+         "nemotron", "--manual-commit"],
+         {"input_audio": "{wav}", "preset": "nemotron", "manual_commit": True}, 2,
+         "--manual-commit commits the input, but the nemotron preset takes no commits",
+         api_message="manual_commit commits the input, but the nemotron preset"),
+    Case("tools on a preset without tools", ["--input-audio", "{wav}", "--tools", "{tools}"],
+         {"input_audio": "{wav}", "tools": "{tools}"}, 2,
+         "--tools: the minicpmo preset's model (MiniCPM-o 4.5) calls no functions; use a "
+         "preset whose model does (nemotron), or the preset none",
+         api_message="tools: the minicpmo preset's model (MiniCPM-o 4.5) calls no functions"),
+    Case("video options without a video", ["--input-audio", "{wav}", "--video-fps", "2"],
+         {"input_audio": "{wav}", "video_fps": 2.0}, 2,
+         "--video-fps applies to --input-video, and there is none: it would not be used",
+         api_message="video_fps applies to input_video, and there is none"),
+    Case("image options without an image", ["--input-audio", "{wav}", "--frame-max-side",
+         "320"], {"input_audio": "{wav}", "frame_max_side": 320}, 2,
+         "--frame-max-side applies to the images sent (--input-video or --input-image), and "
+         "there are none: it would not be used",
+         api_message="frame_max_side applies to the images sent (input_video or input_image)"),
+    Case("reconnect attempts without reconnecting", ["--input-audio", "{wav}", "--no-reconnect",
+         "--reconnect-attempts", "3"],
+         {"input_audio": "{wav}", "reconnect": False, "reconnect_attempts": 3}, 2,
+         "--reconnect-attempts is unused: reconnecting is off, so a dropped connection ends "
+         "the run",
+         api_message="reconnect_attempts is unused: reconnecting is off"),
+    Case("reference voice on a speech-turn preset", ["--input-audio", "{wav}", "--preset",
+         "joyai", "--ref-audio", "{wav}"],
+         {"input_audio": "{wav}", "preset": "joyai", "ref_audio": "{wav}"}, 2,
+         "--ref-audio: the joyai preset sends no reference voice",
+         api_message="ref_audio: the joyai preset sends no reference voice"),
+    Case("embedded server option with a URL", ["--input-audio", "{wav}", "--require-audio"],
+         {"input_audio": "{wav}", "require_audio": True}, 2,
+         "--require-audio configures the embedded reference server, and --url names another "
+         "server: leave it out", url="refused",
+         api_message="require_audio configures the embedded reference server, and url names"),
     Case("output directory not writable", ["--input-audio", "{wav}", "--output-dir", "{blocked}"],
          {"input_audio": "{wav}", "output_dir": "{blocked}"}, 2, "cannot write"),
     Case("nothing to stream", [], {}, 2, "nothing to stream"),
@@ -125,6 +177,12 @@ CASES = [
          "http://127.0.0.1:99999: port out of range", url="port"),
     Case("not a URL", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
          "not a url: not a URL", url="not_url"),
+    Case("empty URL (an unset variable)", ["--input-audio", "{wav}"], {"input_audio": "{wav}"},
+         2, "--url is empty: give ws://host:port or http://host:port", url="empty",
+         api_message="url is empty: give ws://host:port or http://host:port"),
+    Case("blank URL", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 2,
+         "--url is blank: give ws://host:port", url="blank",
+         api_message="url is blank: give ws://host:port"),
     # the server side
     Case("URL refusing connections", ["--input-audio", "{wav}"], {"input_audio": "{wav}"}, 1,
          "connection refused", url="refused"),
@@ -160,6 +218,9 @@ def make_inputs(tmp: Path, clip: Path) -> dict[str, str]:
     (tmp / "blocked").write_text("a file, not a directory")
     (tmp / "late.json").write_text('[{"start_ms": 5000, "end_ms": 6000}]')
     (tmp / "speech.json").write_text('[{"start_ms": 100, "end_ms": 800}]')
+    (tmp / "tools.json").write_text(
+        '[{"type": "function", "name": "get_time", "parameters": {"type": "object"}}]'
+    )
     still = tmp / "photo.jpg"
     cv2.imwrite(str(still), np.full((48, 64, 3), 128, np.uint8))
     return {
@@ -167,6 +228,7 @@ def make_inputs(tmp: Path, clip: Path) -> dict[str, str]:
         "still": str(still),
         "late": str(tmp / "late.json"),
         "speech": str(tmp / "speech.json"),
+        "tools": str(tmp / "tools.json"),
         "missing": str(tmp / "missing.mp4"),
         "directory": str(directory),
         "empty": str(tmp / "empty.mp4"),
@@ -230,6 +292,8 @@ async def endpoints() -> AsyncIterator[dict[str, str]]:
                 "ftp": "ftp://127.0.0.1:21/x",
                 "port": "http://127.0.0.1:99999",
                 "not_url": "not a url",
+                "empty": "",
+                "blank": "  ",
             }
         finally:
             http.close()

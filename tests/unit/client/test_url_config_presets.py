@@ -45,7 +45,16 @@ def test_build_url_rejects_bad_scheme_or_missing_host(url: str) -> None:
         ("ws://h:0", "ws://h:0: port out of range (1-65535)"),
         ("ws://h:abc", "ws://h:abc: port is not a number"),
         ("not a url", "not a url: not a URL (bad host 'not a url')"),
-        ("", "'': not a URL (give ws://host:port or http://host:port)"),
+        (
+            "",
+            "url is empty: give ws://host:port or http://host:port, or no url at all for "
+            "the embedded reference server",
+        ),
+        (
+            "  ",
+            "url is blank: give ws://host:port or http://host:port, or no url at all for "
+            "the embedded reference server",
+        ),
         ("http://", "http://: URL has no host"),
         ("wss://user:pw@h:99999/x?api_key=k", "wss://h:99999/x: port out of range (1-65535)"),
     ],

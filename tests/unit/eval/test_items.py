@@ -121,7 +121,7 @@ def test_directory_without_media_is_refused(tmp_path: Path) -> None:
     touch(tmp_path / "readme.txt")
     touch(tmp_path / ".hidden.mp4")
 
-    with pytest.raises(ItemSetError, match=r"no media files \(\.mp4, .*\.mp3\)") as info:
+    with pytest.raises(ItemSetError, match=r"no media files \(\.mp4, .*\.aiff\)") as info:
         load_items(tmp_path, layout="dir")
     assert str(tmp_path) in str(info.value)
 
@@ -570,3 +570,49 @@ def test_select_that_leaves_nothing_names_the_filter() -> None:
         select_items(ITEMS, pattern="c/*")
     assert info.value.param == "filter"
     assert info.value.render() == "no item id matches --filter 'c/*'"
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("tail_silence", ["tail_silence_s"]), ("tail_silence_ms", ["tail_silence_s"]),
+        ("Tail-Silence-S", ["tail_silence_s"]), ("input_vidoe", ["input_video"]),
+        ("inpt_audio", ["input_audio"]), ("ID", ["id"]), ("annotation", ["annotations"]),
+        ("instruction", ["instructions"]),
+        # columns of their own: carried to the summary, never refused
+        ("idx", []), ("speaker", []), ("notes", []), ("expected_answer", []), ("lang", []),
+        ("tail_silence_s", []), ("input_audio_2", []), ("id_2", []),
+    ],
+)  # fmt: skip
+def test_a_column_one_edit_from_a_known_one_is_a_typo(name: str, meant: list[str]) -> None:
+    from duplex_client.eval.manifest import known_column_like
+
+    assert known_column_like(name) == meant
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("m.csv", "ID,input_audio\none,c.wav\n", "m.csv: column 'ID' is one edit away from 'id'"),
+        (
+            "m.jsonl",
+            '{"id": "a", "input_audio": "c.wav"}\n{"id": "b", "input_vidoe": "c.wav"}\n',
+            "m.jsonl line 2: column 'input_vidoe' is one edit away from 'input_video'",
+        ),
+        (
+            "m.jsonl",
+            '{"id": "a", "input_audio": "c.wav", "tail_silence_ms": 500}\n',
+            "m.jsonl line 1: column 'tail_silence_ms' is one edit away from 'tail_silence_s'",
+        ),
+    ],
+    ids=["csv ID", "jsonl input_vidoe", "jsonl tail_silence_ms"],
+)
+def test_a_misspelt_column_refuses_the_manifest(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    """The whole manifest, naming both columns: kept, the row would run without the option."""
+    manifest = tmp_path / name
+    manifest.write_text(text, encoding="utf-8")
+    with pytest.raises(ItemSetError) as info:
+        load_items(manifest)
+    assert message in str(info.value) and "\n" not in str(info.value)

@@ -225,3 +225,25 @@ def test_a_stop_collects_items_finished_on_disk_but_not_yet_read(tmp_path: Path)
     run.collect_finished()
     run.collect_finished()  # twice: still one record, counted once
     assert [r.id for r in run.summary().records] == ["i1"] and run.progress.done == 1
+
+
+def test_video_options_go_to_the_video_items() -> None:
+    """A mixed set's audio items run without the video options (they would refuse them)."""
+    from pathlib import Path
+
+    from duplex_client.eval.item import EvalItem
+    from duplex_client.eval.item_run import item_options
+    from duplex_client.run.options import RunOptions
+
+    base = RunOptions(
+        video_fps=2.0, stack_frames=3, soundtrack="pad", require_audio=True, frame_max_side=320
+    )
+    video = item_options(EvalItem("v", input_video="v.mp4"), base, Path("out/v"))
+    image = item_options(EvalItem("i", input_audio="a.wav", input_image="i.jpg"), base, Path("i"))
+    audio = item_options(EvalItem("a", input_audio="a.wav"), base, Path("out/a"))
+    assert (video.video_fps, video.stack_frames, video.soundtrack) == (2.0, 3, "pad")
+    assert (audio.video_fps, audio.stack_frames, audio.soundtrack) == (1.0, 1, "trim")
+    assert (video.frame_max_side, image.frame_max_side, audio.frame_max_side) == (320, 320, None)
+    for options in (image, audio):
+        options.validate(inputs="files")  # nothing left for an audio or image run to refuse
+    assert not video.require_audio  # the eval's embedded server took it

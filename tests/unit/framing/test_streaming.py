@@ -43,9 +43,10 @@ async def run(target: FakeTarget, source: object = None, **kw: object) -> Stream
 
 
 async def test_wav_with_tail_sends_12_appends_with_frames_on_unit_closes() -> None:
+    """Worked example (a): the video is no longer than the WAV, so nothing is fitted."""
     target = FakeTarget()
     timeline = InputTimeline()
-    source = MediaInput(BytesPcmSource(speech_pcm(1400), kind="wav"), FakeSampler(3000))
+    source = MediaInput(BytesPcmSource(speech_pcm(1400), kind="wav"), FakeSampler(1400))
     result = await run(target, source, tail_silence_s=1.0, timeline=timeline)
     appends = target.appends
     assert len(appends) == 12 == result.appends
@@ -62,6 +63,48 @@ async def test_wav_with_tail_sends_12_appends_with_frames_on_unit_closes() -> No
     assert doc["commits"][0]["scheduled_offset_ms"] == 2400.0
     assert doc["tail_silence_ms"] == 1000 and doc["soundtrack_policy"] is None
     assert check_timeline(doc) == []
+
+
+@pytest.mark.parametrize("policy", ["trim", "pad"])
+async def test_a_wav_shorter_than_its_video_is_padded_to_it(policy: str) -> None:
+    """1.4 s WAV, 2.5 s video: silence to 2500 ms, then to the unit boundary (issue 32)."""
+    target = FakeTarget()
+    timeline = InputTimeline()
+    source = MediaInput(BytesPcmSource(speech_pcm(1400), kind="wav"), FakeSampler(2500))
+    await run(target, source, tail_silence_s=1.0, timeline=timeline, soundtrack_policy=policy)
+    doc = timeline.to_dict()
+    rows = doc["appends"]
+    assert [r["segment"] for r in rows] == ["clip"] * 15 + ["tail"] * 5
+    assert [(r["audio_end_ms"], r["frames"][0]["source_pts_ms"]) for r in rows if r["frames"]] == [
+        (1000, 0), (2000, 1000), (3000, 2000), (4000, 2000),
+    ]  # fmt: skip
+    assert doc["audio_source"]["fitted_to_video"] == {
+        "policy": policy, "audio_ms": 1400, "video_ms": 2500, "padded_ms": 1600,
+    }  # fmt: skip
+    assert b"".join(a.pcm for a in target.appends)[: 1400 * 32] == speech_pcm(1400)
+    assert [a.fields["is_speech"] for a in target.appends[7:]] == [False] * 13
+    assert doc["soundtrack_policy"] is None and check_timeline(doc) == []
+
+
+async def test_a_wav_shorter_than_its_video_with_full_is_sent_as_is() -> None:
+    target = FakeTarget()
+    timeline = InputTimeline()
+    source = MediaInput(BytesPcmSource(speech_pcm(1400), kind="wav"), FakeSampler(3000))
+    await run(target, source, timeline=timeline, soundtrack_policy="full")
+    doc = timeline.to_dict()
+    assert doc["appends"][-1]["media_end_ms"] == 1400
+    assert doc["audio_source"]["fitted_to_video"] == {
+        "policy": "full", "audio_ms": 1400, "video_ms": 3000, "video_not_sent_ms": 1600,
+    }  # fmt: skip
+
+
+async def test_a_wav_longer_than_its_video_is_sent_whole() -> None:
+    timeline = InputTimeline()
+    source = MediaInput(BytesPcmSource(speech_pcm(1400), kind="wav"), FakeSampler(1000))
+    await run(FakeTarget(), source, timeline=timeline)
+    doc = timeline.to_dict()
+    assert doc["appends"][-1]["media_end_ms"] == 1400
+    assert "fitted_to_video" not in doc["audio_source"]
 
 
 async def test_soundtrack_trim_with_tail_records_the_trim() -> None:

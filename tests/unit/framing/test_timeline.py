@@ -35,12 +35,12 @@ TOP_LEVEL = [
 ROW = [
     "index", "event_id", "segment", "unit_kind", "unit_index", "media_start_ms", "media_end_ms",
     "duration_ms", "audio_end_ms", "is_speech", "audio_bytes", "audio_sha256",
-    "scheduled_offset_ms", "sent_offset_ms", "lateness_ms", "fallback", "resends", "error_code",
-    "frames",
+    "scheduled_offset_ms", "sent_offset_ms", "lateness_ms", "written", "acknowledged_offset_ms",
+    "fallback", "resends", "error_code", "frames",
 ]  # fmt: skip
 COMMIT = [
-    "index", "event_id", "after_append_index", "scheduled_offset_ms", "sent_offset_ms", "final",
-    "response_create", "error_code", "acknowledged",
+    "index", "event_id", "after_append_index", "scheduled_offset_ms", "sent_offset_ms", "written",
+    "final", "response_create", "error_code", "acknowledged",
 ]  # fmt: skip
 
 
@@ -103,12 +103,12 @@ def test_document_has_the_exact_schema_and_order() -> None:
 def test_rows_describe_the_appends() -> None:
     doc = filled().to_dict()
     row = doc["appends"][4]
-    assert {k: row[k] for k in ROW[2:16]} == {
+    assert {k: row[k] for k in ROW[2:18]} == {
         "segment": "clip", "unit_kind": "OMNI", "unit_index": 0, "media_start_ms": 800,
         "media_end_ms": 1000, "duration_ms": 200, "audio_end_ms": 1000, "is_speech": None,
         "audio_bytes": 6400, "audio_sha256": row["audio_sha256"],
         "scheduled_offset_ms": 800.0, "sent_offset_ms": 800.25, "lateness_ms": 0.25,
-        "fallback": False,
+        "written": True, "acknowledged_offset_ms": None, "fallback": False,
     }  # fmt: skip
     assert len(row["audio_sha256"]) == 64
     data = fake_jpeg(0)
@@ -118,7 +118,8 @@ def test_rows_describe_the_appends() -> None:
     }]  # fmt: skip
     assert doc["commits"][0]["after_append_index"] == 11
     assert doc["totals"] == {
-        "appends": 12, "audio_ms": 2400, "units": {"AUDIO": 0, "OMNI": 2, "VISION": 0},
+        "appends": 12, "written": 12, "written_audio_ms": 2400, "acknowledged": 0,
+        "audio_ms": 2400, "units": {"AUDIO": 0, "OMNI": 2, "VISION": 0},
         "fallback_units": 0, "frames": {"base": 2, "composite": 0}, "commits": 1,
         "resends": 0, "lateness_ms": {"p50": 0.25, "p99": 0.25, "max": 0.25},
         "sent_sha256": doc["totals"]["sent_sha256"],
@@ -307,3 +308,38 @@ def test_invariant_checker_catches_broken_documents() -> None:
 def test_safe_url_keeps_ipv6_brackets() -> None:
     assert safe_url("ws://user:pw@[::1]:8000/v1/realtime?key=s") == "ws://[::1]:8000/v1/realtime"
     assert safe_url("http://[fe80::1]/x") == "http://[fe80::1]/x"
+
+
+class _Ledger:
+    """Appends 0-6 written at their send time, 7-11 only queued; 0-4 confirmed at 1010 ms."""
+
+    def tracks(self, event_id: str) -> bool:
+        return event_id.startswith("evt_0")
+
+    def written_at(self, event_id: str) -> float | None:
+        i = int(event_id[4:], 16)
+        return 100.0 + i * 0.2 if i < 7 else None
+
+    def acknowledged_at(self, event_id: str) -> float | None:
+        return 101.01 if int(event_id[4:], 16) < 5 else None
+
+
+def test_appends_that_never_left_are_not_recorded_as_sent() -> None:
+    """The connection was lost after append 6: 7-11 were queued, never written (issue 32)."""
+    timeline = filled()
+    clock = MediaClock("realtime", now=lambda: 100.0)
+    clock.start(0)
+    timeline.clock, timeline.deliveries = clock, _Ledger()
+    for i in range(7, 12):  # queued late: their lateness would otherwise count
+        timeline.set_sent_offset(f"evt_{i:032x}", 2600.0 + i)
+    doc = timeline.to_dict()
+    rows = doc["appends"]
+    assert [r["written"] for r in rows] == [True] * 7 + [False] * 5
+    assert all(r["sent_offset_ms"] is None and r["lateness_ms"] is None for r in rows[7:])
+    assert [r["acknowledged_offset_ms"] for r in rows] == [1010.0] * 5 + [None] * 7
+    assert doc["commits"][0]["written"] is True  # not kept by the ledger: as sent
+    totals = doc["totals"]
+    assert (totals["appends"], totals["written"], totals["acknowledged"]) == (12, 7, 5)
+    assert totals["written_audio_ms"] == 1400
+    assert totals["lateness_ms"] == {"p50": 0.25, "p99": 0.25, "max": 0.25}  # the written ones
+    assert check_timeline(doc) == []

@@ -128,3 +128,52 @@ def test_bad_settings_are_value_errors(tmp_path: Path) -> None:
         open_clip(tmp_path / "x.mp4", fps=0)
     with pytest.raises(ValueError, match="jpeg_quality"):
         open_clip(tmp_path / "x.mp4", jpeg_quality=101)
+
+
+def _pcm16_wav(path: Path, frames: int, channels: int = 1) -> bytes:
+    """A 16 kHz PCM16 WAV of `frames` quiet frames, written whole; returns its bytes."""
+    import wave
+
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\x10\x00" * frames * channels)
+    return path.read_bytes()
+
+
+def test_a_wav_cut_short_warns_as_a_cut_mp4_does(tmp_path: Path) -> None:
+    """Its header declares 1 s, it holds 0.5 s (issue 32): said once, what it holds is read."""
+    whole = _pcm16_wav(tmp_path / "whole.wav", 16000)
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(whole[: 44 + 16000])
+    with pytest.warns(MediaWarning) as said:
+        audio = open_audio(cut)
+    assert [str(w.message) for w in said] == [
+        f"{cut}: truncated WAV: its header declares 1.00 s of audio, the file holds 0.50 s; "
+        "using what is readable"
+    ]
+    assert audio.duration_ms == 500
+
+
+def test_a_wav_ending_inside_a_frame_is_damaged(tmp_path: Path) -> None:
+    """Stereo, one byte short of the last frame: less than 10 ms is missing, yet it is said."""
+    whole = _pcm16_wav(tmp_path / "whole.wav", 1600, channels=2)
+    cut = tmp_path / "odd.wav"
+    cut.write_bytes(whole[:-1])
+    with pytest.warns(MediaWarning, match="damaged WAV: its audio data ends inside a sample"):
+        open_audio(cut)
+
+
+def test_a_wav_whose_writer_left_the_length_open_is_not_truncated(tmp_path: Path) -> None:
+    """A streaming writer's placeholder length (0xFFFFFFFF) declares nothing: no warning."""
+    import struct
+    import warnings
+
+    data = bytearray(_pcm16_wav(tmp_path / "whole.wav", 1600))
+    data[40:44] = struct.pack("<I", 0xFFFFFFFF)
+    (tmp_path / "open.wav").write_bytes(bytes(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MediaWarning)
+        audio = open_audio(tmp_path / "open.wav")
+    assert audio.duration_ms == 100

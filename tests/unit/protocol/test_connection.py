@@ -294,6 +294,22 @@ def test_a_resume_resends_only_unacknowledged_input_in_order_then_queued_input()
     assert conn.attachment.generation == 2 and conn.input.audio_end_ms == 500
 
 
+def test_the_outbox_tells_which_inputs_the_server_confirmed() -> None:
+    """A commit's ack confirms it and all before; a resume's view what the server has (#32)."""
+    conn = opened()
+    confirmed: list[str] = []
+    conn.outbox.on_confirmed = confirmed.append
+    ids = [written(conn, conn.append(PCM_100MS)) for _ in range(2)]
+    ids.append(written(conn, conn.send(ce.InputAudioBufferCommit())))
+    later = [written(conn, conn.append(PCM_100MS)) for _ in range(2)]
+    conn.receive_data(frame({"type": "input_audio_buffer.committed", "client_event_id": ids[2]}))
+    assert confirmed == ids
+    conn.connection_lost(1006)
+    view = {"last_event_id": later[0], "audio_end_ms": 300, "append_count": 3}
+    conn.resumed(resumed(resume_token="rt_2", attachment_generation=2, input=view), 1)
+    assert confirmed == [*ids, later[0]]  # the second one is resent, not confirmed
+
+
 def test_a_resume_without_the_servers_view_resends_nothing_already_written() -> None:
     conn = opened()
     written(conn, conn.append(PCM_100MS))
