@@ -75,6 +75,9 @@ class ErrorCode:
     # upstream's session, update and output codes (protocol.md §7)
     SESSION_EXISTS: Final = "session_exists"
     UNKNOWN_SESSION: Final = "unknown_session"
+    INVALID_SESSION_CONFIG: Final = "invalid_session_config"
+    REALTIME_INPUT_FAILED: Final = "realtime_input_failed"
+    UNSUPPORTED_MODEL: Final = "unsupported_model"
     INVALID_SESSION_UPDATE: Final = "invalid_session_update"
     PERSONA_UPDATE_UNSUPPORTED: Final = "persona_update_unsupported"
     VOICE_UPDATE_UNSUPPORTED: Final = "voice_update_unsupported"

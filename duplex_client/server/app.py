@@ -15,7 +15,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from duplex_client.protocol.codec import CodecError, loads
+from duplex_client.protocol.codec import CodecError, NotAnObjectError, loads
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import playback
 from duplex_client.server.attachment import Attachment, Runner
@@ -151,6 +151,14 @@ class ReferenceServer:
         return None
 
     async def _handle(self, ws: ServerConnection) -> None:
+        try:
+            await self._serve(ws)
+        except Exception as exc:  # the handler itself failed, as upstream's catch-all answers
+            log.exception("duplex websocket session failed")
+            rej = Reject(ErrorCode.REALTIME_INPUT_FAILED, str(exc)[:200] or type(exc).__name__)
+            await _send_all(ws, self.registry.handshake_error(rej, None, close_code=1011))
+
+    async def _serve(self, ws: ServerConnection) -> None:
         target = ws.request.path if ws.request else ""
         query = parse_qs(target.partition("?")[2])
         if target.partition("?")[0] == PATHS[0] and query.get("duplex", ["1"])[-1] in _OFF:
@@ -267,6 +275,8 @@ class ReferenceServer:
             )
         try:
             return loads(message)
+        except NotAnObjectError:
+            raise Reject(ErrorCode.BAD_EVENT, "a realtime event must be a JSON object") from None
         except CodecError as exc:
             raise Reject(ErrorCode.INVALID_JSON, str(exc)[:200], None) from None
 

@@ -19,7 +19,6 @@ from duplex_client.protocol.server_events import (
     SessionExpired,
     SessionReplaced,
     SessionResumed,
-    SessionResyncRequired,
     SessionUpdated,
 )
 from duplex_client.server import execution, ids, playback, tools
@@ -298,8 +297,12 @@ class DuplexSession:
             self.finish("disconnect", now, close_code=None)
         return self._emitter.drain()
 
+    def journal_gap(self, last_seq: int) -> bool:
+        """Whether a resume from `last_seq` needs events the journal no longer holds."""
+        return self.journal is None or self.journal.replay_after(last_seq) is None
+
     def resume(self, last_seq: int, now: float) -> list[Output]:
-        """Reattach (token already checked): `session.resumed`, then the replay or a resync."""
+        """Reattach (token and journal already checked): `session.resumed`, then the replay."""
         self.life.reattach(now)
         replay = self.journal.replay_after(last_seq) if self.journal is not None else None
         position = ResumeInput(
@@ -315,12 +318,8 @@ class DuplexSession:
             input=position.to_dict(),
         )
         self.emit(resumed, now)
-        if replay is None:
-            self._emitter.journal = None
-            self.emit(SessionResyncRequired(session_id=self._session_id, reason="journal_gap"), now)
-        else:
-            for data in replay:
-                self._emitter.raw(Send("replay", data))
+        for data in replay or ():
+            self._emitter.raw(Send("replay", data))
         return self._emitter.drain()
 
     def replaced_outputs(self, old_generation: int) -> list[Output]:

@@ -167,6 +167,18 @@ def error_code(err: dict[str, Any]) -> str | None:
     return body.get("code") if isinstance(body, dict) else err.get("code")
 
 
+def is_handshake_error(err: dict[str, Any], code: str) -> bool:
+    """Whether `err` is a handshake refusal as vLLM-Omni 0.30.0 sends it: nested, unsequenced."""
+    body = err.get("error")
+    return (
+        err.get("type") == "error"
+        and isinstance(body, dict)
+        and body.get("code") == code
+        and isinstance(body.get("message"), str)
+        and "server_event_seq" not in err
+    )
+
+
 def is_flat_error(err: dict[str, Any], code: str) -> bool:
     """Whether `err` is the flat handshake shape `{type: error, error: <message>, code}`."""
     message = err.get("error")

@@ -48,8 +48,8 @@ def test_personaplex_refuses_resume() -> None:
         1.0,
     )
     assert result.session is None
-    refusal = events(result.outputs)[0]  # a resume refusal is a flat handshake error
-    assert refusal["code"] == "unsupported_session_resume" and isinstance(refusal["error"], str)
+    refusal = events(result.outputs)[0]  # a resume refusal is a nested handshake error
+    assert refusal["error"]["code"] == "unsupported_session_resume"
 
 
 def test_personaplex_answers_continuous_float_speech_without_a_commit() -> None:

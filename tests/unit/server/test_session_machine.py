@@ -100,7 +100,8 @@ def test_resume_rotates_the_token_and_replays() -> None:
     again = registry.resume(
         {"type": "session.resume", "session_id": session.session_id, "resume_token": token}, 3.0
     )
-    assert events(again.outputs)[0]["code"] == ErrorCode.SESSION_RESUME_CONFLICT  # flat (handshake)
+    refused = events(again.outputs)[0]["error"]  # nested, as vLLM-Omni 0.30.0's handshake
+    assert refused["code"] == ErrorCode.SESSION_RESUME_CONFLICT
 
 
 def test_replaced_outputs() -> None:
