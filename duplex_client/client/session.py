@@ -151,6 +151,17 @@ class DuplexClientBase:
         return self._driver.reconnects
 
     @property
+    def session_ids(self) -> list[str]:
+        """Every session this client ran, in order: more than one after a journal gap (§6.1)."""
+        ids: list[str] = []
+        for report in self._driver.reconnects:
+            if report.outcome == "new_session" and report.new_session_id is not None:
+                if not ids and report.previous_session_id is not None:
+                    ids.append(report.previous_session_id)
+                ids.append(report.new_session_id)
+        return ids or ([self.session_id] if self.session_id is not None else [])
+
+    @property
     def audio_end_ms(self) -> int:
         """Cumulative audio appended so far, rounded to ms."""
         return self.connection.input.audio_end_ms

@@ -124,6 +124,10 @@ class TimelineReconnects:
             outcome=report.outcome or "failed",
             resent_appends=report.resent_appends,
         )
+        if report.outcome == "new_session":
+            row["previous_session_id"] = report.previous_session_id
+            row["new_session_id"] = report.new_session_id
+            row["lost_appends"] = report.unresolved
         earlier = self._rows.get(report.index)
         if earlier is not None:  # an update: keep one row per reconnection
             self.timeline.reconnects.pop()  # the row just added

@@ -60,6 +60,7 @@ _CLASSES: tuple[type[ServerEvent], ...] = (
     r.OverlapDecision,
     r.RateLimitsUpdated,
     r.ConnectionResumed,
+    r.ConnectionNewSession,
     d.TurnEvent,
     *TOOL_EVENT_CLASSES,
 )

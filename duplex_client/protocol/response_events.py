@@ -342,11 +342,32 @@ class ConnectionResumed(ServerEvent):
 
 
 @dataclass(kw_only=True, slots=True)
+class ConnectionNewSession(ServerEvent):
+    """`connection.new_session`: synthetic, client-side: a resume fell into a journal gap.
+
+    The server could no longer replay what this client missed
+    (`session.resync_required {reason: "journal_gap"}`), so the client opened a new session
+    (its `session.created` follows). Input the old session was sent but may not have
+    processed is lost (`lost_appends`); the new session's units start at `audio_start_ms` of
+    the client's input count.
+    """
+
+    TYPE: ClassVar[str] = "connection.new_session"
+    previous_session_id: str | None = None
+    session_id: str | None = None
+    reason: str = "journal_gap"
+    audio_start_ms: float = 0.0
+    lost_appends: int = 0
+    attempt: int = 0
+
+
+@dataclass(kw_only=True, slots=True)
 class UnknownEvent(ServerEvent):
     """Any event type this SDK does not know; `raw` keeps the whole object."""
 
 
 __all__ = [
+    "ConnectionNewSession",
     "ConnectionResumed",
     "OutputAudioBufferCleared",
     "OverlapDecision",

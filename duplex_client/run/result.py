@@ -94,6 +94,8 @@ class RunResult:
     exit_code: int
     error: str | None = None
     session_id: str | None = None
+    #: Every session of the run when a journal gap replaced one (empty: just `session_id`).
+    session_ids: list[str] = field(default_factory=list)
     model: str | None = None
     url: str | None = None
     bundle_dir: Path | None = None
@@ -211,6 +213,7 @@ class RunResult:
             "exit_code": self.exit_code,
             "error": self.error,
             "session_id": self.session_id,
+            **({"session_ids": self.session_ids} if len(self.session_ids) > 1 else {}),
             "model": self.model,
             "url": self.url,
             "bundle_dir": str(self.bundle_dir) if self.bundle_dir else None,
@@ -269,6 +272,7 @@ def record_session(
     """Fill what every run reports: ids, errors, decisions, counts, lateness and timeline."""
     result.duration_s = time.monotonic() - started
     result.session_id = client.session_id
+    result.session_ids = client.session_ids
     result.closed_reason = client.closed_reason
     result.server_errors = [
         {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}

@@ -20,6 +20,7 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.bundle.payloads import PayloadKeeper
 from duplex_client.bundle.thumbnails import ThumbnailWriter
 from duplex_client.bundle.writer import RunBundle
+from duplex_client.client.resume import ReconnectReport
 from duplex_client.client.streaming import StreamResult
 from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
@@ -167,6 +168,7 @@ class SessionRun:
             ack_policy="manual" if options.realtime else "received",
         )
         install_answers(self.client, prepared.tool_results)
+        self.client.add_reconnect_listener(self._reconnected)
         output = source.output(options, self.clock, config.output_sample_rate_hz)
         self.listening = RunListening(
             self.client, self.clock, bundle.dir, output, annotations=annotations
@@ -269,6 +271,11 @@ class SessionRun:
         self.progress.phase = "finishing"
         await self._finish_turn(self.stream_result)
         self.progress.phase = "closing"
+
+    def _reconnected(self, report: ReconnectReport) -> None:
+        """Say so when a journal gap replaced the session (the record is never seamless)."""
+        if report.outcome == "new_session":
+            self.progress.warn(report.describe())
 
     def _sent(self, append: PlannedAppend) -> None:
         """Every sent append: into the listener's record, the kept payloads, the thumbnails."""
