@@ -156,6 +156,15 @@ def serve_command(
             help="Concurrent sessions before resource_exhausted.",
         ),
     ] = 1,
+    warmup_s: Annotated[
+        float,
+        Opt(
+            metavar="S",
+            rich_help_panel=_REFERENCE,
+            help="Hold new connections before the upgrade for S seconds after start, as "
+            "vLLM-Omni does during its warm-up (at most 180 s; ?vllm_omni_warmup=1 passes).",
+        ),
+    ] = 0.0,
     asr_inline: Annotated[
         bool,
         Opt(
@@ -229,6 +238,7 @@ def serve_command(
             illegal_unit_code=illegal_unit_code,
             require_ref_audio=require_ref_audio,
             asr_inline=asr_inline,
+            warmup_s=warmup_s,
         )
     except ValueError as exc:
         errors.print(f"error: {config_message(exc)}", markup=False)
@@ -308,6 +318,7 @@ def _reference_config(**opts: Any) -> Any:
         faults=faults,
         limits=Limits(max_sessions=opts["max_sessions"]),
         asr_worker=not opts["asr_inline"],
+        warmup_s=opts.get("warmup_s", 0.0),
     )
 
 

@@ -111,9 +111,7 @@ class ServerCommitFollower:
 
     def _follow(self, event: Regrid, received_at: float) -> None:
         at_ms = (
-            event.audio_start_ms
-            if isinstance(event, ConnectionNewSession)
-            else event.audio_end_ms
+            event.audio_start_ms if isinstance(event, ConnectionNewSession) else event.audio_end_ms
         )
         assert at_ms is not None
         rate = self.framer.config.grid.sample_rate_hz

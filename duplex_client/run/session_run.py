@@ -257,6 +257,9 @@ class SessionRun:
         client = self.client
         self.progress.phase = "connecting"
         await client.connect()
+        if client.warmup_held_s:
+            held = f"{client.warmup_held_s:g}"
+            self.progress.warn(f"the server held the connection {held} s first (warming up)")
         self.listening.start()
         self.timeline.set_session(session_id=client.session_id)
         self.bundle.write_session(client, url=client.url, input_facts=self.source.input_facts)

@@ -19,7 +19,7 @@ from duplex_client.protocol.codec import CodecError, NotAnObjectError, loads
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import playback
 from duplex_client.server.attachment import Attachment, Runner
-from duplex_client.server.config import ServerConfig
+from duplex_client.server.config import WARMUP_HOLD_S, ServerConfig
 from duplex_client.server.emitter import Output, Send
 from duplex_client.server.errors import Reject, client_event_id, error_event
 from duplex_client.server.registry import Registry
@@ -44,6 +44,8 @@ class ReferenceServer:
         self._runners: dict[str, Runner] = {}
         self._server: Server | None = None
         self._port = config.port
+        #: When the warm-up ends (loop time), set at start; None: no warm-up.
+        self.warm_at: float | None = None
 
     # --- lifecycle ---
 
@@ -58,11 +60,15 @@ class ReferenceServer:
             max_size=max(2 * limit, limit + 1024 * 1024),
             max_queue=64,
             process_request=self._process_request,
+            # a warm-up holds the opening handshake: it must not time out meanwhile
+            open_timeout=10 + (WARMUP_HOLD_S if self.config.warmup_s > 0 else 0),
             ping_interval=20,
             ping_timeout=60,
             close_timeout=2,
         )
         self._port = self._server.sockets[0].getsockname()[1]
+        if self.config.warmup_s > 0:
+            self.warm_at = asyncio.get_running_loop().time() + self.config.warmup_s
         log.info("reference server listening on %s (profile %s)", self.url, self.config.profile)
 
     async def stop(self) -> None:
@@ -139,8 +145,8 @@ class ReferenceServer:
 
     # --- HTTP and WebSocket ---
 
-    def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
-        path = request.path.partition("?")[0]
+    async def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        path, _, query = request.path.partition("?")
         if path == "/health":
             return conn.respond(200, "ok\n")
         if path not in PATHS:
@@ -148,7 +154,22 @@ class ReferenceServer:
         key = self.config.api_key
         if key is not None and not _authorized(request.headers, key):
             return conn.respond(401, "unauthorized\n")
+        await self._hold_for_warmup(query)
         return None
+
+    async def _hold_for_warmup(self, query: str) -> None:
+        """Hold a new connection, before its upgrade, until the warm-up is over.
+
+        As vLLM-Omni 0.30.0's `_wait_for_duplex_warmup` (`entrypoints/openai/api_server.py`):
+        the warm-up's own connection (`vllm_omni_warmup=1`) passes, and no one waits more than
+        `WARMUP_HOLD_S`.
+        """
+        if self.warm_at is None or parse_qs(query).get("vllm_omni_warmup", [""])[-1] == "1":
+            return
+        wait = min(self.warm_at - asyncio.get_running_loop().time(), WARMUP_HOLD_S)
+        if wait > 0:
+            log.info("holding a connection %.1f s for the warm-up", wait)
+            await asyncio.sleep(wait)
 
     async def _handle(self, ws: ServerConnection) -> None:
         try:

@@ -22,6 +22,10 @@ SPEECH_MODULES = ("onnxruntime", "pocketsphinx", "espeakng_loader")
 MAX_UNIT_MS = 60_000
 #: Longest gap between paced speech chunks, and longest injected delay (ms).
 MAX_DELAY_MS = 600_000
+#: The longest a connection is held for the warm-up: vLLM-Omni 0.30.0's
+#: `DUPLEX_WARMUP_CLIENT_WAIT_S` (`entrypoints/duplex/warmup.py`), after which it admits the
+#: client anyway.
+WARMUP_HOLD_S = 180.0
 #: Codes a server may use for an illegal unit kind (protocol.md §3.2, step 6).
 ILLEGAL_UNIT_CODES = ("bad_event", "invalid_video_frames", "invalid_input_modality")
 
@@ -64,6 +68,10 @@ class ServerConfig:
     faults: Faults = field(default_factory=Faults)
     limits: Limits = field(default_factory=Limits)
     resumable: bool = True
+    #: Seconds of start-up warm-up: until they pass, new duplex connections are held before
+    #: the WebSocket upgrade (at most `WARMUP_HOLD_S`; `?vllm_omni_warmup=1` passes), as
+    #: vLLM-Omni holds them until its warm-up session is done. 0: no warm-up.
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         """Check every option: `ServerConfigError` (a `ValueError`) names the first bad one."""
@@ -82,6 +90,9 @@ class ServerConfig:
                 f"must be one of {', '.join(ILLEGAL_UNIT_CODES)}, got {self.illegal_unit_code!r}",
             )
         check_int("speech_chunk_interval_ms", self.speech_chunk_interval_ms, 0, MAX_DELAY_MS, "ms")
+        warmup = self.warmup_s
+        if isinstance(warmup, bool) or not isinstance(warmup, int | float) or warmup < 0:
+            raise ServerConfigError("warmup_s", f"must be seconds >= 0, got {warmup!r}")
         if not isinstance(self.limits, Limits):
             raise ServerConfigError("limits", "must be a Limits")
         _check_faults(self.faults)
