@@ -156,6 +156,15 @@ def serve_command(
             help="Concurrent sessions before resource_exhausted.",
         ),
     ] = 1,
+    served_model: Annotated[
+        str | None,
+        Opt(
+            metavar="NAME",
+            rich_help_panel=_REFERENCE,
+            help="Serve only this model: /v1/models lists it, another name is refused "
+            "(unsupported_model).",
+        ),
+    ] = None,
     warmup_s: Annotated[
         float,
         Opt(
@@ -239,6 +248,7 @@ def serve_command(
             require_ref_audio=require_ref_audio,
             asr_inline=asr_inline,
             warmup_s=warmup_s,
+            served_model=served_model,
         )
     except ValueError as exc:
         errors.print(f"error: {config_message(exc)}", markup=False)
@@ -319,6 +329,7 @@ def _reference_config(**opts: Any) -> Any:
         limits=Limits(max_sessions=opts["max_sessions"]),
         asr_worker=not opts["asr_inline"],
         warmup_s=opts.get("warmup_s", 0.0),
+        served_model=opts.get("served_model"),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs
@@ -149,11 +150,17 @@ class ReferenceServer:
         path, _, query = request.path.partition("?")
         if path == "/health":
             return conn.respond(200, "ok\n")
-        if path not in PATHS:
+        served = self.config.served_model
+        if path not in PATHS and not (path == "/v1/models" and served is not None):
             return conn.respond(404, "not found\n")
         key = self.config.api_key
         if key is not None and not _authorized(request.headers, key):
             return conn.respond(401, "unauthorized\n")
+        if path == "/v1/models":
+            listing = {"object": "list", "data": [{"id": served, "object": "model"}]}
+            response = conn.respond(200, json.dumps(listing))
+            response.headers["Content-Type"] = "application/json"
+            return response
         await self._hold_for_warmup(query)
         return None
 
@@ -184,6 +191,10 @@ class ReferenceServer:
         query = parse_qs(target.partition("?")[2])
         if target.partition("?")[0] == PATHS[0] and query.get("duplex", ["1"])[-1] in _OFF:
             await _send_all(ws, self.registry.refuse_turn_based())  # no turn-based handler
+            return
+        refused = self.registry.wrong_model(query.get("model", [""])[-1])
+        if refused is not None:  # as the `openai.py` dispatcher: before any message
+            await _send_all(ws, refused)
             return
         resume_only = query.get("resume", ["0"])[-1] in ("1", "true", "on")
         first_timeout = self.config.limits.first_message_timeout_s

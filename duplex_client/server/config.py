@@ -68,6 +68,10 @@ class ServerConfig:
     faults: Faults = field(default_factory=Faults)
     limits: Limits = field(default_factory=Limits)
     resumable: bool = True
+    #: The one model this server serves (None: any name is taken). A duplex request naming
+    #: another one (`?model=`, or the session's `model`) is refused with `unsupported_model`
+    #: (nested, `param: "model"`, close 1008), and `GET /v1/models` lists it.
+    served_model: str | None = None
     #: Seconds of start-up warm-up: until they pass, new duplex connections are held before
     #: the WebSocket upgrade (at most `WARMUP_HOLD_S`; `?vllm_omni_warmup=1` passes), as
     #: vLLM-Omni holds them until its warm-up session is done. 0: no warm-up.

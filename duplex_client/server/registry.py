@@ -79,9 +79,24 @@ class Registry:
         event = HandshakeError(error="Realtime API is not available", code=ErrorCode.UNSUPPORTED)
         return [self._handshake.build(event), CloseSocket(1000, "")]
 
+    def wrong_model(self, model: str | None) -> list[Output] | None:
+        """The refusal of a request naming a model this server does not serve (None: fine)."""
+        served = self.config.served_model
+        if served is None or not model or model == served:
+            return None
+        rej = Reject(
+            ErrorCode.UNSUPPORTED_MODEL, f"Model '{model}' is not available", param="model"
+        )
+        return self.handshake_error(rej, None, close_code=1008)
+
     def open(self, event: dict[str, Any], now: float) -> tuple[DuplexSession | None, list[Output]]:
         """Handle a first-message `session.update`: a new session, or a handshake error."""
         cid = client_event_id(event)
+        session_obj = event.get("session")
+        if isinstance(session_obj, dict) and isinstance(session_obj.get("model"), str):
+            refused = self.wrong_model(session_obj["model"])
+            if refused is not None:
+                return None, refused
         limits = self.config.limits
         if len(self.sessions) >= limits.max_sessions:
             rej = Reject(

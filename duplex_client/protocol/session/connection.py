@@ -17,7 +17,7 @@ from typing import Any, Unpack, overload
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.codec import CodecError, dumps
-from duplex_client.protocol.errors import DuplexProtocolError
+from duplex_client.protocol.errors import DuplexProtocolError, handshake_refusal
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, decode_server_event
 from duplex_client.protocol.response_events import ConnectionNewSession, ConnectionResumed
 from duplex_client.protocol.session.config import SessionConfig
@@ -99,7 +99,7 @@ class ClientConnection(ConnectionState[H]):
 
     def _handshake(self, event: se.ServerEvent) -> Output:
         if isinstance(event, se.ErrorEvent):  # only a refusal or session.created matter here
-            raise DuplexProtocolError.from_error(event.error, event.raw)
+            raise handshake_refusal(event.error, event.raw, self.model)
         if not isinstance(event, se.SessionCreated):
             return Output()
         caps = event.capabilities
