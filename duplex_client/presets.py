@@ -63,15 +63,18 @@ def family_config(name: str, **overrides: Any) -> SessionConfig:
 def minicpmo_4_5(ref_audio: str | Path | bytes | None = None, **overrides: Any) -> SessionConfig:
     """MiniCPM-o 4.5: model-owned listen/speak per unit, `listen_only`, `ack_only`.
 
-    `ref_audio` (WAV bytes, a WAV path or a data URL) is required by real deployments;
-    the bundled reference server supplies a built-in voice when it is omitted.
+    As vLLM-Omni 0.30.0's own preset (`vllm_omni/clients/minicpmo_4_5.py`): no
+    `native_duplex` any more (PR #7413 dropped it from the session), `force_listen_count: 0`.
+    `ref_audio` (WAV bytes, a WAV path or a data URL) is the voice; a real deployment refuses
+    a session with audio output without one (`ref_audio_required`, its plugin's
+    `prepare_runtime_config`); the bundled reference server supplies a built-in voice.
     """
     base = SessionConfig(
         turn_detection=None,
         overlap_policy="listen_only",
         playback_commit_policy="ack_only",
         ref_audio=ref_audio_data_url(ref_audio) if ref_audio is not None else None,
-        extra_body={"auto_response": True, "native_duplex": True, "force_listen_count": 0},
+        extra_body={"auto_response": True, "force_listen_count": 0},
     )
     return base.with_overrides(**overrides)
 

@@ -114,7 +114,6 @@ def test_the_configs_as_they_are_today() -> None:
     assert minicpmo == presets.minicpmo_4_5() and minicpmo.turn_detection is None
     assert preset_config("minicpmo", manual_commit=True).extra_body == {
         "auto_response": False,
-        "native_duplex": True,
         "force_listen_count": 0,
     }
     vad = preset_config("joyai")  # a file run: joyai's own turns are the server VAD's
