@@ -2,7 +2,9 @@
 
 The golden digests (`tests/data/golden/`) were recorded by the code before the move (c1c145a)
 with `python -m tests.support.golden`; the same scenarios run now must give the same files
-with the same deterministic content (times and ids aside: `tests.support.golden`).
+with the same deterministic content (times and ids aside: `tests.support.golden`). One
+change since, on purpose: issue #29 took `native_duplex` out of the MiniCPM-o preset's
+`extra_body` (vLLM-Omni PR #7413), so the goldens lost that key and nothing else.
 """
 
 from __future__ import annotations

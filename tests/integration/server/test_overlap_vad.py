@@ -171,8 +171,8 @@ async def test_minicpmo_server_vad_needs_a_vad(server) -> None:
         }
     )
     err = await wire.error(ErrorCode.SERVER_VAD_UNAVAILABLE)
-    # a refusal of the opening session.update is a handshake error: the flat shape
-    assert err["param"] == "turn_detection" and isinstance(err["error"], str)
+    # a refusal of the opening session.update is a handshake error, nested as upstream's
+    assert err["error"]["param"] == "turn_detection" and "server_event_seq" not in err
     await wire.close()
 
 

@@ -193,7 +193,7 @@ async def test_without_the_speech_engine_server_vad_is_unavailable(
     wire = await Wire.connect(server.url)
     await wire.send(session_update(**_vad_session()))
     err = await wire.error(ErrorCode.SERVER_VAD_UNAVAILABLE)
-    assert err["param"] == "turn_detection"  # a handshake error: the flat shape
+    assert err["error"]["param"] == "turn_detection"  # a handshake error, nested
     ptt = await Wire.connect(server.url)
     _, updated = await ptt.open(**_ptt_session())
     assert updated["session"]["capabilities"]["implementation_level"] == "chat_fallback"
