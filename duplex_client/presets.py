@@ -49,13 +49,15 @@ def _preset_of(name: str) -> Callable[[_Preset], _Preset]:
 
 
 def family_config(name: str, **overrides: Any) -> SessionConfig:
-    """The generic preset of a family: model-owned turns in its native input format."""
+    """The generic preset of a family: model-owned turns in its native formats and rates."""
     f = family(name)
     base = SessionConfig(turn_detection=None, extra_body={"auto_response": True})
     if (f.input_format, f.input_rate_hz) != (base.input_audio_format, base.input_sample_rate_hz):
         base = base.with_overrides(
             input_audio_format=f.input_format, input_sample_rate_hz=f.input_rate_hz
         )
+    if f.output_rate_hz != base.output_sample_rate_hz:
+        base = base.with_overrides(output_sample_rate_hz=f.output_rate_hz)
     return base.with_overrides(**overrides)
 
 
@@ -117,7 +119,9 @@ def personaplex(*, voice: str = "NATF2.pt", persona: str = "", **overrides: Any)
 
 @_preset_of("nemotron")
 def nemotron(**overrides: Any) -> SessionConfig:
-    """Nemotron VoiceChat-style: 16 kHz PCM in one continuous stream (`session.end` ends it)."""
+    """Nemotron VoiceChat: 16 kHz `pcm_f32le` in 80 ms frames, 22.05 kHz PCM16 out, one
+    continuous stream that trailing silence and `session.close` end (vLLM-Omni 0.30.0
+    `clients/nemotron_voicechat.py`; protocol.md §9.2)."""
     return family_config("nemotron", **overrides)
 
 

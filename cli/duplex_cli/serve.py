@@ -101,9 +101,13 @@ def serve_command(
         ),
     ] = None,
     event_names: Annotated[
-        EventNames,
-        Opt(metavar=choices(EventNames), rich_help_panel=_REFERENCE, help="Event names to emit."),
-    ] = EventNames.ga,
+        EventNames | None,
+        Opt(
+            metavar=choices(EventNames),
+            rich_help_panel=_REFERENCE,
+            help="Event names to emit (default: the profile's; beta for nemotron, else ga).",
+        ),
+    ] = None,
     require_audio: Annotated[
         bool,
         Opt(
@@ -238,7 +242,7 @@ def serve_command(
             engine=None if engine is None else engine.value,
             script=script,
             api_key=api_key,
-            event_names=event_names.value,
+            event_names=None if event_names is None else event_names.value,
             require_audio=require_audio,
             supports_tools=supports_tools,
             faults=faults,
@@ -301,7 +305,7 @@ def _reference_config(**opts: Any) -> Any:
     from duplex_client.server.engine.script import ScriptError
     from duplex_client.server.faults import FaultSpecError
 
-    if opts["event_names"] not in ("ga", "beta"):
+    if opts["event_names"] not in (None, "ga", "beta"):
         raise ValueError("--event-names must be ga or beta")
     if opts["max_sessions"] < 1:
         raise ValueError("--max-sessions must be at least 1")

@@ -34,7 +34,8 @@ G711_FORMATS: Final = ("g711_ulaw", "g711_alaw")
 G711_DEFAULT_RATE: Final = 8000
 BYTES_PER_SAMPLE: Final = {"pcm16": 2, "pcm_f32le": 4, "g711_ulaw": 1, "g711_alaw": 1}
 INPUT_RATES: Final = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
-OUTPUT_RATES: Final = (16000, 24000, 48000)
+#: 22050: Nemotron VoiceChat's output (vLLM-Omni 0.30.0 `clients/nemotron_voicechat.py`).
+OUTPUT_RATES: Final = (16000, 22050, 24000, 48000)
 OVERLAP_POLICIES: Final = ("listen_only", "barge_in_on_speech")
 PLAYBACK_POLICIES: Final = ("ack_only", "commit_all_on_done")
 WINDOW_MODES: Final = ("off", "basic", "context")

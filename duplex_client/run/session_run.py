@@ -325,11 +325,15 @@ class SessionRun:
             await self.listening.drain(max(0.0, deadline - time.monotonic()))
 
     async def _finish_stream(self) -> None:
-        """No commit ends the input: `session.end` for a continuous stream, then hear it out."""
+        """No commit ends the input: a continuous stream drains at its close; hear it out."""
         opts = self.options
         left = await finish_stream(
             self.client, self.activity, settle_s=opts.settle_s, timeout_s=opts.timeout_s
         )
+        end = self.client.stream_end
+        if end is not None and not end.drained:
+            said = f"{end.status} ({end.reason})" if end.status else "no response"
+            self.progress.warn(f"the continuous stream did not drain at session.close: {said}")
         if left is not None:
             await self.listening.drain(left)
 

@@ -56,7 +56,8 @@ class ServerConfig:
     #: Emulate a model that calls functions (`supports_tools`) on any profile.
     tools: bool = False
     api_key: str | None = field(default=None, repr=False)
-    event_names: EventNames = "ga"
+    #: None: the profile's (its family's) generation, GA for all but Nemotron (beta).
+    event_names: EventNames | None = None
     #: None: `scripted` when a script is given, else `default_engine()`.
     engine: EngineName | None = None
     script: Script | None = None
@@ -82,7 +83,7 @@ class ServerConfig:
         if not isinstance(self.host, str) or not self.host.strip() or " " in self.host.strip():
             raise ServerConfigError("host", f"must be a host name or address, got {self.host!r}")
         check_int("port", self.port, 0, 65535)
-        if self.event_names not in ("ga", "beta"):
+        if self.event_names not in (None, "ga", "beta"):
             raise ServerConfigError(
                 "event_names", f"must be 'ga' or 'beta', got {self.event_names!r}"
             )
@@ -120,6 +121,12 @@ class ServerConfig:
             raise ServerConfigError("profile", str(exc)) from None
         if profile.first_unit_ms <= 0 or profile.chunk_period_ms <= 0:  # a custom profile
             raise ServerConfigError("profile", "unit lengths must be positive")
+
+    @property
+    def beta_names(self) -> bool:
+        """Whether the server sends beta event names (as asked, else as the profile's family)."""
+        names = self.event_names or self.resolve_profile().event_names
+        return names == "beta"
 
     def resolve_profile(self) -> Profile:
         """The `Profile` these options select."""

@@ -57,17 +57,29 @@ def on_event_ack(s: SessionPort, event: ce.SessionEventAck, now: float) -> None:
 
 
 def on_session_end(s: SessionPort, event: ce.SessionEnd, now: float) -> None:
-    """`session.end`: end the input stream; `stream_drained` follows when output is out."""
-    s.drain.end(s, event)
+    """`session.end` is no upstream event: a continuous stream ends at `session.close` (§9.2)."""
+    raise Reject(
+        ErrorCode.UNKNOWN_EVENT,
+        "unknown event session.end: a continuous stream ends with session.close, "
+        "which drains its response",
+        "type",
+    )
 
 
 def on_close(s: SessionPort, event: ce.SessionClose, now: float) -> None:
     """`session.close {reason?}`: cancel any response, `session.closed` last, close 1000.
 
     `session.closed` carries the client's reason (default `client_close`), as upstream's does.
+    A continuous stream drains first: the partial frame padded, every frame decided and its
+    packet sent, the response `stream_drained` (`server.continuous`).
     """
+    reason = event.reason or "client_close"
+    if s.stream.enabled:
+        intake.pad_partial(s, now)
+        s.stream.close(reason)
+        return
     s.conversation.cancel("session_closed", now)
-    s.finish(event.reason or "client_close", now)
+    s.finish(reason, now)
 
 
 def on_resume(s: SessionPort, event: ce.SessionResume, now: float) -> None:

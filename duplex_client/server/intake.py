@@ -55,6 +55,19 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
         _run_vad(s, vad, parsed.pcm, now, overlap)
 
 
+def pad_partial(s: SessionPort, now: float) -> None:
+    """Complete a partly filled unit with silence and send it to the model.
+
+    A continuous stream's close does so, as Nemotron's `flush` pads the tail to one frame
+    (vLLM-Omni 0.30.0 `model_executor/models/nemotron_voicechat/duplex/input.py`).
+    """
+    pad = s.inputs.padding_bytes()
+    if pad:
+        units = s.inputs.add_audio(bytes(pad), False, None)
+        to_model = s.inputs.accept(units, hold=not s.settings.auto_response)
+        turns.submit_all(s, to_model, now, decide=True)
+
+
 def _run_vad(s: SessionPort, vad: VadTurns, pcm: bytes, now: float, overlap: AppendOverlap) -> None:
     """Run the VAD over an accepted append's audio and act on what it found."""
     detect = vad.server_vad(s.settings)

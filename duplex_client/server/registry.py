@@ -59,7 +59,7 @@ class Registry:
         self.engine_factory = engine_factory or config.make_engine
         self.sessions: dict[str, DuplexSession] = {}
         self.closed: OrderedDict[str, DuplexSession] = OrderedDict()
-        self._handshake = Emitter(beta_names=config.event_names == "beta", journal=None)
+        self._handshake = Emitter(beta_names=config.beta_names, journal=None)
         #: Where new session ids come from (tests force a collision through it).
         self.new_session_id: Callable[[], str] = ids.session_id
 
@@ -132,7 +132,7 @@ class Registry:
             engine=self.engine_factory(),
             limits=limits,
             faults=self.config.faults,
-            beta_names=self.config.event_names == "beta",
+            beta_names=self.config.beta_names,
             resumable=self.config.resumable and self.profile.resumable,
             now=now,
         )

@@ -23,8 +23,8 @@ from duplex_client.protocol.server_events import (
 )
 from duplex_client.server import execution, ids, playback, tools
 from duplex_client.server.backpressure import close_notice
+from duplex_client.server.continuous import ContinuousStream
 from duplex_client.server.conversation import Conversation
-from duplex_client.server.drain import StreamDrain
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
@@ -83,7 +83,7 @@ class DuplexSession:
         self._retained = RetainedTurns()
         self._conversation = Conversation(self)
         self._pipeline = Pipeline(now, self._job_started)
-        self._drain = StreamDrain()
+        self._stream = ContinuousStream(profile)
         self._decisions = Decisions(engine)
         self._turn = TurnTracker()
         self.on_closed: Callable[[DuplexSession], None] | None = None
@@ -167,9 +167,9 @@ class DuplexSession:
         return self._decisions
 
     @property
-    def drain(self) -> StreamDrain:
-        """The end of a continuous stream (`session.end` → `stream_drained`)."""
-        return self._drain
+    def stream(self) -> ContinuousStream:
+        """A continuous stream's one response and its drain at `session.close` (§9.2)."""
+        return self._stream
 
     @property
     def conversation(self) -> Conversation:
@@ -238,13 +238,13 @@ class DuplexSession:
         cid = client_event_id(event)
         etype = event.get("type")
         try:
-            if self.life.state is not SessionState.OPEN and isinstance(etype, str):
+            closing = self._stream.closing is not None  # a continuous stream draining
+            if (self.life.state is not SessionState.OPEN or closing) and isinstance(etype, str):
                 raise Reject(ErrorCode.SESSION_CLOSED, "the session is closing", None)
             try:
                 decoded = decode_client_event(event)  # bad type, unknown type, bad fields
             except SchemaError as exc:
                 raise Reject.schema(exc) from None
-            self._drain.refuse_after_end(decoded.TYPE)
             HANDLERS[decoded.TYPE](self, decoded, now)
         except Reject as rej:
             self.reject(rej, cid, now)
@@ -428,4 +428,4 @@ class DuplexSession:
             self._conversation.pump(now)
         if self.life.state.running:
             self._conversation.pump(now)
-            self._drain.poll(self, now)
+            self._stream.poll(self, now)

@@ -143,6 +143,7 @@ def initial_settings(profile: Profile, default_idle_timeout_s: float) -> Session
         idle_timeout_s=default_idle_timeout_s,
         input_format=profile.default_input_format,
         input_rate=profile.default_input_rate,
+        output_rate=profile.default_output_rate,
     )
 
 

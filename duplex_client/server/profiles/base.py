@@ -39,11 +39,15 @@ class Profile:
     #: The session's input format and rate when the handshake names none (its native one).
     default_input_format: str = "pcm16"
     default_input_rate: int = 16000
+    #: The output rate when the handshake names none (the family's).
+    default_output_rate: int = 24000
+    #: The event-name generation the server speaks unless told (`ServerConfig.event_names`).
+    event_names: str = "ga"
     #: Whether sessions may be resumed (`supports_session_resume`; the server also allows it).
     resumable: bool = True
     #: Whether the model can be interrupted (`supports_barge_in`).
     barge_in: bool = True
-    #: `continuous_stream`: input ends with `session.end`, answered by `stream_drained`.
+    #: `continuous_stream`: one response for the session, drained at `session.close`.
     response_lifecycle: str | None = None
     #: Function calling (session `tools`, `function_call` items); advertised as `supports_tools`.
     supports_tools: bool = False
@@ -114,6 +118,8 @@ def family_profile(name: str) -> Profile:
         supports_audio_truncate=f.audio_truncate,
         default_input_format=f.input_format,
         default_input_rate=f.input_rate_hz,
+        default_output_rate=f.output_rate_hz,
+        event_names=f.event_names,
         resumable=f.session_resume,
         barge_in=f.barge_in,
         # A turn-based server states no lifecycle; the client reads its absence as turns.
