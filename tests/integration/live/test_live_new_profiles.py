@@ -118,9 +118,7 @@ async def test_personaplex_microphone_goes_out_as_24k_float_with_no_commits(
     assert result.counts["played_ms"] > 0 and result.counts["commits"] == 0
 
 
-async def test_nemotron_quit_closes_and_the_stream_drains(
-    tmp_path: Path, tone_wav: Path
-) -> None:
+async def test_nemotron_quit_closes_and_the_stream_drains(tmp_path: Path, tone_wav: Path) -> None:
     async with ReferenceServer(
         engine="scripted", profile="nemotron", script=Script.from_dict(SPEAK)
     ) as server:

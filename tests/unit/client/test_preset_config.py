@@ -133,9 +133,10 @@ def test_the_configs_as_they_are_today() -> None:
     assert nemotron == presets.nemotron()
     assert (nemotron.input_audio_format, nemotron.input_sample_rate_hz) == ("pcm_f32le", 16000)
     assert nemotron.output_sample_rate_hz == 22050
-    assert nemotron.with_overrides(
-        input_audio_format="pcm16", output_sample_rate_hz=24000
-    ) == presets.aura()
+    assert (
+        nemotron.with_overrides(input_audio_format="pcm16", output_sample_rate_hz=24000)
+        == presets.aura()
+    )
     assert preset_config("none") == SessionConfig()
     assert preset_config("none", ref_audio="data:x").ref_audio == "data:x"
 
