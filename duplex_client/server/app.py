@@ -22,14 +22,24 @@ from duplex_client.server import playback
 from duplex_client.server.attachment import Attachment, Runner
 from duplex_client.server.config import WARMUP_HOLD_S, ServerConfig
 from duplex_client.server.emitter import Output, Send
-from duplex_client.server.errors import Reject, client_event_id, error_event
+from duplex_client.server.errors import Reject, error_event
 from duplex_client.server.registry import Registry
 from duplex_client.server.session import DuplexSession
 
 log = logging.getLogger("duplex_client.server")
 PATHS = ("/v1/realtime", "/v1/duplex")
 #: `duplex=` values that ask `/v1/realtime` for the turn-based handler (`/v1/duplex` ignores it).
-_OFF = ("0", "false", "off")
+_OFF = ("0", "false", "off", "no")
+_ON = ("1", "true", "on", "yes")
+
+
+def _flag(query: dict[str, list[str]], key: str) -> str:
+    return query.get(key, [""])[-1].strip().lower()
+
+
+def _default_open(model: str) -> dict[str, Any]:
+    """The session a handler opens by itself (upstream's default payload: the URL's model)."""
+    return {"type": "session.update", "session": {"model": model} if model else {}}
 
 
 class ReferenceServer:
@@ -189,60 +199,77 @@ class ReferenceServer:
     async def _serve(self, ws: ServerConnection) -> None:
         target = ws.request.path if ws.request else ""
         query = parse_qs(target.partition("?")[2])
-        if target.partition("?")[0] == PATHS[0] and query.get("duplex", ["1"])[-1] in _OFF:
+        if target.partition("?")[0] == PATHS[0] and _flag(query, "duplex") in _OFF:
             await _send_all(ws, self.registry.refuse_turn_based())  # no turn-based handler
             return
         refused = self.registry.wrong_model(query.get("model", [""])[-1])
         if refused is not None:  # as the `openai.py` dispatcher: before any message
             await _send_all(ws, refused)
             return
-        resume_only = query.get("resume", ["0"])[-1] in ("1", "true", "on")
-        first_timeout = self.config.limits.first_message_timeout_s
-        try:
-            message = await asyncio.wait_for(ws.recv(), first_timeout)
-        except TimeoutError:
-            rej = Reject(ErrorCode.CONFIG_TIMEOUT, "no first message in time")
-            await _send_all(ws, self.registry.handshake_error(rej, None))
-            return
-        except ConnectionClosed:
-            return
-        try:
-            event = self._decode(message)
-        except Reject as rej:
-            await _send_all(ws, self.registry.handshake_error(rej, None))
-            return
-        etype = event.get("type")
-        if self.config.faults.created_delay_ms:
-            # the delay ends early when the client goes away (or the server stops)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ws.wait_closed(), self.config.faults.created_delay_ms / 1000)
-            if ws.state is State.CLOSED:
-                return
-        now = asyncio.get_running_loop().time()
-        if etype == "session.update" and not resume_only:
-            session, outputs = self.registry.open(event, now)
+        model = query.get("model", [""])[-1]
+        # vLLM-Omni 0.30.0 `RealtimeEnvelope`: `resume=1` or `autostart=0` makes the handler
+        # wait for the client's first message; otherwise `?model=` opens a session at once
+        resume_only = _flag(query, "resume") in _ON or _flag(query, "autostart") in _OFF
+        pending: dict[str, Any] | None = None
+        if model and not resume_only:
+            now = asyncio.get_running_loop().time()
+            session, outputs = self.registry.open(_default_open(model), now)
             replaced = None
-        elif etype == "session.resume":
-            result = self.registry.resume(event, now)
-            session, outputs, replaced = result.session, result.outputs, result.replaced_generation
         else:
-            wrong = Reject(
-                ErrorCode.BAD_EVENT,
-                "the first message must be session.update or session.resume",
-                "type",
-            )
-            outputs = self.registry.handshake_error(wrong, client_event_id(event))
-            session = None
+            first = await self._first_message(ws)
+            if first is None:
+                return
+            event, now = first
+            etype = event.get("type")
+            if etype == "session.resume":
+                result = self.registry.resume(event, now)
+                session, outputs = result.session, result.outputs
+                replaced = result.replaced_generation
+            elif etype == "session.update":
+                session, outputs = self.registry.open(event, now)
+                replaced = None
+            else:  # any other first message opens the default session and then runs
+                session, outputs = self.registry.open(_default_open(model), now)
+                replaced, pending = None, event
         if session is None:
             await _send_all(ws, outputs)
             return
         runner = self._runners.get(session.session_id)
         if runner is None:
             runner = self._runners[session.session_id] = Runner(session, self._runner_finished)
-        await self._attach(ws, runner, outputs, replaced)
+        await self._attach(ws, runner, outputs, replaced, pending)
+
+    async def _first_message(self, ws: ServerConnection) -> tuple[dict[str, Any], float] | None:
+        """The client's first event and when it came; None after a handshake error (sent)."""
+        first_timeout = self.config.limits.first_message_timeout_s
+        try:
+            message = await asyncio.wait_for(ws.recv(), first_timeout)
+        except TimeoutError:
+            rej = Reject(ErrorCode.CONFIG_TIMEOUT, "no first message in time")
+            await _send_all(ws, self.registry.handshake_error(rej, None))
+            return None
+        except ConnectionClosed:
+            return None
+        try:
+            event = self._decode(message)
+        except Reject as rej:
+            await _send_all(ws, self.registry.handshake_error(rej, None))
+            return None
+        if self.config.faults.created_delay_ms:
+            # the delay ends early when the client goes away (or the server stops)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ws.wait_closed(), self.config.faults.created_delay_ms / 1000)
+            if ws.state is State.CLOSED:
+                return None
+        return event, asyncio.get_running_loop().time()
 
     async def _attach(
-        self, ws: ServerConnection, runner: Runner, outputs: list[Output], replaced: int | None
+        self,
+        ws: ServerConnection,
+        runner: Runner,
+        outputs: list[Output],
+        replaced: int | None,
+        pending: dict[str, Any] | None = None,
     ) -> None:
         session = runner.session
         old = runner.attachment
@@ -253,6 +280,8 @@ class ReferenceServer:
             old.push(session.replaced_outputs(replaced), reserve=True)
             log.info("session %s: attachment %d replaced", session.session_id, replaced)
         runner.deliver(outputs)
+        if pending is not None:  # the first message that opened a default session
+            runner.handle(pending)
         try:
             await self._read(ws, att, runner)
         finally:

@@ -14,7 +14,6 @@ from tests.integration.server.wire import (
     append,
     is_handshake_error,
     seqs,
-    session_update,
     tone,
 )
 
@@ -173,10 +172,13 @@ async def test_resume_after_acked_events_reports_a_gap(server: ReferenceServer) 
     assert server.session().state is SessionState.DETACHED
 
 
-async def test_resume_only_url_rejects_session_update(server: ReferenceServer) -> None:
+async def test_resume_only_url_still_opens_with_session_update(server: ReferenceServer) -> None:
+    """vLLM-Omni 0.30.0 (`RealtimeEnvelope.first_message`): `resume=1` only stops the autostart;
+    a `session.update` first still opens a session."""
     wire = await Wire.connect(server.url, query="duplex=1&autostart=0&resume=1")
-    await wire.send(session_update())
-    await wire.error(ErrorCode.BAD_EVENT)
+    created, _ = await wire.open()
+    assert created["type"] == "session.created"
+    await wire.close()
 
 
 async def test_disconnect_grace_expiry(make_server: MakeServer) -> None:
