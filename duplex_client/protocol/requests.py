@@ -104,18 +104,32 @@ _INPUT_RATE = Rule(choices=INPUT_RATES, code=_UNSUPPORTED)
 _TURN_DETECTION = Rule(code=ErrorCode.UNSUPPORTED_TURN_DETECTION, param="turn_detection")
 
 
+#: Silero's lowest usable speech threshold (vLLM-Omni 0.30.0 `engine/duplex/vad.py`).
+SILERO_VAD_MIN_THRESHOLD: Final = 0.15
+
+
 @dataclass(kw_only=True, slots=True)
 class TurnDetection(Record):
-    """`turn_detection`: only `server_vad` with `interrupt_response: true` (other keys pass)."""
+    """`turn_detection`: `server_vad` as vLLM-Omni 0.30.0 checks it (`turn_detection.py`).
+
+    Unknown keys are refused (a misspelled knob would silently do nothing), the threshold is
+    above Silero's minimum and at most 1, the durations are non-negative, and
+    `interrupt_response: false` is refused (`turn_detection: null` is the model-owned lane).
+    """
 
     CODE = ErrorCode.UNSUPPORTED_TURN_DETECTION
+    EXTRA_CODE = ErrorCode.UNSUPPORTED_TURN_DETECTION
     NULL_IS_ABSENT = False
 
     type: Annotated[str, Rule(choices=("server_vad",))]
     interrupt_response: Annotated[bool, Rule(choices=(True,))] = True
+    create_response: Annotated[bool | None, OMIT] = None
     #: The server VAD's speech probability threshold and the silence that ends a turn.
-    threshold: Annotated[float | None, Rule(omit=True, ge=0, le=1)] = None
-    silence_duration_ms: Annotated[float | None, Rule(omit=True, gt=0)] = None
+    threshold: Annotated[float | None, Rule(omit=True, gt=SILERO_VAD_MIN_THRESHOLD, le=1)] = None
+    prefix_padding_ms: Annotated[float | None, Rule(omit=True, ge=0)] = None
+    silence_duration_ms: Annotated[float | None, Rule(omit=True, ge=0)] = None
+    #: Speech shorter than this is not a turn (upstream's default 96 ms).
+    min_speech_duration_ms: Annotated[float | None, Rule(omit=True, ge=0)] = None
 
 
 @dataclass(kw_only=True, slots=True)

@@ -265,8 +265,24 @@ def _formats(
     out.update(input_format=fmt, input_rate=rate, output_rate=out_rate)
 
 
+#: What a `server_vad` object's absent fields mean (vLLM-Omni 0.30.0 `turn_detection.py`).
+_VAD_DEFAULTS: Final = {
+    "type": "server_vad",
+    "interrupt_response": True,
+    "threshold": 0.5,
+    "prefix_padding_ms": 300,
+    "silence_duration_ms": 500,
+    "min_speech_duration_ms": 96,
+}
+
+
 def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) -> None:
-    """`turn_detection` (or `audio.input.turn_detection`): null, or server VAD if we have one."""
+    """`turn_detection` (or `audio.input.turn_detection`): null, or server VAD if we have one.
+
+    As vLLM-Omni 0.30.0 (`normalize_turn_detection_session_payload`): the overlap policy
+    follows from it (`barge_in_on_speech` with `server_vad`, `listen_only` with null) and one
+    that contradicts it is refused.
+    """
     audio = raw.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
     if "turn_detection" in raw:
@@ -274,7 +290,18 @@ def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) 
     elif isinstance(a_in, dict) and "turn_detection" in a_in:
         td = a_in["turn_detection"]
     else:
+        # Upstream also refuses `barge_in_on_speech` without `server_vad`; ours keeps it: the
+        # auto lane's overlap gate then judges each append's energy (protocol.md §4.4, §A.7).
         return
+    policy = raw.get("overlap_policy")
+    wanted = "listen_only" if td is None else "barge_in_on_speech"
+    if isinstance(policy, str) and policy != wanted:  # vLLM-Omni 0.30.0 derives the policy
+        raise Reject(
+            ErrorCode.UNSUPPORTED_TURN_DETECTION,
+            f"overlap_policy={policy!r} conflicts with turn_detection; expected {wanted!r}",
+            "overlap_policy",
+        )
+    out["overlap_policy"] = wanted
     if td is None:
         out["turn_detection"] = None
         return
@@ -284,7 +311,7 @@ def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) 
             f"profile {profile.name} has no voice activity detector",
             "turn_detection",
         )
-    out["turn_detection"] = dict(td)
+    out["turn_detection"] = {**_VAD_DEFAULTS, **td}
 
 
 def _transcription(raw: dict[str, Any], req: SessionRequest, out: dict[str, Any]) -> None:

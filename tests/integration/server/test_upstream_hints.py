@@ -274,7 +274,10 @@ async def test_audio_output_format_is_pcm16_only(server, output: Any, code: str 
     ("turn_detection", "knob"),
     [
         ({"type": "server_vad", "threshold": 1.5}, "threshold"),
-        ({"type": "server_vad", "silence_duration_ms": 0}, "silence_duration_ms"),
+        ({"type": "server_vad", "silence_duration_ms": -1}, "silence_duration_ms"),
+        ({"type": "server_vad", "threshold": 0.15}, "threshold"),
+        ({"type": "server_vad", "min_speech_duration_ms": -5}, "min_speech_duration_ms"),
+        ({"type": "server_vad", "silence_ms": 300}, "silence_ms"),
         ({"type": "server_vad", "threshold": "high"}, "threshold"),
     ],
 )

@@ -55,6 +55,10 @@ def session_update(**session: Any) -> dict[str, Any]:
         "extra_body": {"auto_response": True},
     }
     body.update(session)
+    if body.get("overlap_policy") == "barge_in_on_speech" and "turn_detection" not in session:
+        # `turn_detection: null` makes the policy `listen_only` (vLLM-Omni 0.30.0 refuses the
+        # pair); our server's energy gate runs when turn detection is not mentioned
+        del body["turn_detection"]
     return {"type": "session.update", "event_id": "evt_open", "session": body}
 
 
