@@ -96,6 +96,10 @@ def redact_url(url: str) -> str:
         return re.sub(r"(?<=://)[^/@]*@", "", url).split("?", 1)[0].split("#", 1)[0]
 
 
+class OpeningTimeout(DuplexConnectionError):
+    """The WebSocket did not open in time (no upgrade answer)."""
+
+
 class TransportClosed(Exception):
     """The transport's connection ended; `code`/`reason` are the close frame's, if any."""
 
@@ -191,13 +195,13 @@ class WebSocketTransport:
             ) from None
         except TimeoutError:
             if warmup_s:
-                raise DuplexConnectionError(
+                raise OpeningTimeout(
                     f"{target}: no answer to the WebSocket upgrade within "
-                    f"{open_timeout + warmup_s:g} s: the server may still be warming up "
-                    "(vLLM-Omni holds new duplex connections until its start-up warm-up is "
-                    f"done, up to {SERVER_WARMUP_HOLD_S:g} s), or the host is unreachable"
+                    f"{open_timeout + warmup_s:g} s, though GET /health answers: the server "
+                    "may still be warming up (vLLM-Omni holds new duplex connections until its "
+                    f"start-up warm-up is done, up to {SERVER_WARMUP_HOLD_S:g} s)"
                 ) from None
-            raise DuplexConnectionError(
+            raise OpeningTimeout(
                 f"{target}: timed out opening the connection (no answer within {open_timeout:g} s)"
             ) from None
         except (OSError, WebSocketException) as exc:

@@ -13,6 +13,7 @@ from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.transport import (
     DEFAULT_WARMUP_S,
+    OpeningTimeout,
     Transport,
     WebSocketTransport,
     build_url,
@@ -63,23 +64,52 @@ class DuplexClient(DuplexClientBase):
         self.warmup_held_s = 0.0
 
     async def _open_transport(self) -> Transport:
+        """Open the socket; an upgrade held past the timeout is waited for if /health answers.
+
+        A starting vLLM-Omni answers `GET /health` but holds the upgrade until its warm-up is
+        done; a host that answers neither fails within the timeout (and a short probe).
+        """
         timeout = self.handshake_timeout if self._open_timeout is None else self._open_timeout
-        transport = await WebSocketTransport.connect(
+        started = time.monotonic()
+        try:
+            transport = await self._connect(timeout, 0.0)
+        except OpeningTimeout as exc:
+            if self.warmup_timeout <= 0 or not await self._health_answers(min(1.0, timeout)):
+                raise
+            log.warning(
+                "%s; GET /health answers: waiting for a warm-up (up to %g s)",
+                exc,
+                self.warmup_timeout,
+            )
+            transport = await self._connect(timeout, self.warmup_timeout)
+        opening = time.monotonic() - started
+        held = opening > HELD_AFTER_S
+        self.warmup_held_s = round(opening, 3) if held else 0.0
+        if held:
+            log.warning(
+                "the server held the connection %.1f s before accepting it (warming up?)", opening
+            )
+        return transport
+
+    async def _connect(self, timeout: float, warmup_s: float) -> WebSocketTransport:
+        return await WebSocketTransport.connect(
             self.url,
             api_key=self._api_key,
             ssl=self._ssl,
             open_timeout=timeout,
             proxy=self._proxy,
-            warmup_s=self.warmup_timeout,
+            warmup_s=warmup_s,
         )
-        held = transport.opening_s > HELD_AFTER_S
-        self.warmup_held_s = round(transport.opening_s, 3) if held else 0.0
-        if held:
-            log.warning(
-                "the server held the connection %.1f s before accepting it (warming up?)",
-                transport.opening_s,
-            )
-        return transport
+
+    async def _health_answers(self, timeout_s: float) -> bool:
+        """Whether `GET /health` answers 2xx within `timeout_s` (the server is up, not mute)."""
+        from duplex_client.client.http import HttpProbeError, fetch_health
+
+        try:
+            health = await fetch_health(self.url, api_key=self._api_key, timeout_s=timeout_s)
+        except HttpProbeError:
+            return False
+        return health.ok
 
     async def connect(self) -> se.SessionCreated:
         """Open the socket and run the handshake, within `handshake_timeout` in all.
