@@ -83,7 +83,12 @@ class ReferenceServer:
         log.info("reference server listening on %s (profile %s)", self.url, self.config.profile)
 
     async def stop(self) -> None:
-        """Close every connection and stop serving."""
+        """End every session (`session.closed {reason: "shutdown"}`) and stop serving."""
+        for runner in list(self._runners.values()):
+            runner.deliver(runner.session.shut_down(runner.now()))
+            if runner.attachment is not None:  # let the notice out, briefly
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(runner.attachment.drain(), 1.0)
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()

@@ -78,7 +78,7 @@ def on_close(s: SessionPort, event: ce.SessionClose, now: float) -> None:
         intake.pad_partial(s, now)
         s.stream.close(reason)
         return
-    s.conversation.cancel("session_closed", now)
+    s.conversation.cancel(reason, now)  # upstream's close cancels with its own reason
     s.finish(reason, now)
 
 
@@ -125,7 +125,7 @@ def on_output_clear(s: SessionPort, event: ce.OutputAudioBufferClear, now: float
     rid = event.response_id
     active = s.conversation.active
     if active is not None and rid in (None, active.response_id):
-        s.interrupt("client_cancelled", now)
+        s.interrupt("output_audio_buffer_clear", now)  # vLLM-Omni 0.30.0 runner `_on_cancel`
         return
     s.emit(OutputAudioBufferCleared(response_id=rid), now)
 

@@ -263,10 +263,11 @@ class DuplexSession:
             if self.journal is not None:
                 self.journal.evict(now)
             grace_end = self._grace_end()
+            idle = now >= self.life.idle_deadline(self._settings.idle_timeout_s)
             if grace_end is not None and now >= grace_end:
                 self._expire("disconnect_grace_expired", now)
-            elif now >= self.life.idle_deadline(self._settings.idle_timeout_s):
-                self._expire("idle_ttl_expired", now)
+            elif idle and self.life.state is SessionState.OPEN:
+                self._idle(now)
             else:
                 self._advance(now)
         return self._emitter.drain()
@@ -285,6 +286,28 @@ class DuplexSession:
             if t is not None:
                 times.append(t)
         return min(times)
+
+    def _idle(self, now: float) -> None:
+        """No client event for `idle_timeout_s`: the socket is treated as dropped.
+
+        As vLLM-Omni 0.30.0's read loop (`entrypoints/duplex/serving.py` `_read_loop`): a
+        resumable session detaches into its disconnect grace and the socket closes (1000); any
+        other ends, its response cancelled (`timeout`).
+        """
+        if self.can_resume:
+            self.life.detach(now)
+            self._emitter.close(1000, "idle_timeout")
+            return
+        self._conversation.cancel("timeout", now)
+        self.finish("disconnect", now)
+
+    def shut_down(self, now: float) -> list[Output]:
+        """The server stops: the response cancelled, `session.closed {reason: "shutdown"}`."""
+        if self.closed:
+            return []
+        self._conversation.cancel("shutdown", now)
+        self.finish("shutdown", now)
+        return self._emitter.drain()
 
     def detach(self, now: float) -> list[Output]:
         """The socket dropped without `session.close`: keep running for the grace, or close."""
@@ -410,7 +433,7 @@ class DuplexSession:
     # --- internals ---
 
     def _expire(self, reason: str, now: float) -> None:
-        self._conversation.cancel("session_expired", now)
+        self._conversation.cancel(reason, now)
         self.emit(SessionExpired(session_id=self._session_id, reason=reason), now)
         self._end(reason, None if self.life.was_detached else 1000)
 

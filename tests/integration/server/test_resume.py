@@ -193,13 +193,31 @@ async def test_disconnect_grace_expiry(make_server: MakeServer) -> None:
     await again.error(ErrorCode.SESSION_RESUME_EXPIRED)
 
 
-async def test_idle_ttl_expiry(server: ReferenceServer) -> None:
+async def test_an_idle_socket_detaches_and_the_session_can_be_resumed(
+    server: ReferenceServer,
+) -> None:
+    """vLLM-Omni 0.30.0's read loop: an idle read timeout is a disconnect (resume grace)."""
     wire = await Wire.connect(server.url)
-    await wire.open(idle_timeout_s=0.2)
+    created, _ = await wire.open(idle_timeout_s=0.2)
+    code, events = await wire.closed()
+    assert code == 1000 and events == []  # no terminal event: the session waits in its grace
+    assert server.session().state is SessionState.DETACHED
+    again = await Wire.connect(server.url)
+    await again.send(_resume(created, 1))
+    assert (await again.recv())["type"] == "session.resumed"
+    await again.close()
+
+
+async def test_a_stopping_server_closes_its_sessions_saying_shutdown() -> None:
+    server = ReferenceServer(engine="scripted")
+    await server.start()
+    wire = await Wire.connect(server.url)
+    await wire.open()
+    stopping = asyncio.ensure_future(server.stop())
     code, events = await wire.closed()
     assert code == 1000
-    assert events[-1]["type"] == "session.expired"
-    assert events[-1]["reason"] == "idle_ttl_expired"
+    await stopping
+    assert events[-1]["type"] == "session.closed" and events[-1]["reason"] == "shutdown"
 
 
 async def test_journal_overflow_requires_resync(make_server: MakeServer) -> None:
