@@ -72,7 +72,7 @@ class ModelFamily:
     #: drained at `session.close` after trailing silence (no `session.end`, protocol.md §9.2).
     lifecycle: Lifecycle
     #: The model decides listen/speak itself (`model_native_duplex`); False: speech turns
-    #: closed by server VAD or a client commit (`chat_fallback`).
+    #: closed by server VAD or a client commit (`turn_based_duplex`).
     model_owned_turns: bool
     #: The client may commit turns (False: it sends none; `client.takes_commits`).
     client_commits: bool

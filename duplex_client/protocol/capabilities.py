@@ -141,6 +141,16 @@ class Capabilities:
         )
 
     @property
+    def supports_image_input(self) -> bool:
+        """Images go as `conversation.item.create` `input_image` items (turn-based models)."""
+        return self.raw.get("supports_image_input") is True
+
+    @property
+    def turn_based(self) -> bool:
+        """`implementation_level: turn_based_duplex` (or our older `chat_fallback`)."""
+        return self.implementation_level in ("turn_based_duplex", "chat_fallback")
+
+    @property
     def supports_tools(self) -> bool:
         """Whether the server's model calls functions (`supports_tools`, protocol.md §11)."""
         return self.raw.get("supports_tools") is True

@@ -12,6 +12,7 @@ from duplex_client.server.engine.script import Script, ScriptedEngine
 from duplex_client.server.faults import Faults
 from duplex_client.server.limits import Limits
 from duplex_client.server.profiles import Profile, ProfileUnavailableError, get_profile
+from duplex_client.server.profiles.base import TURN_BASED
 from duplex_client.server.validation import ServerConfigError, check_int
 
 EventNames = Literal["ga", "beta"]
@@ -146,7 +147,7 @@ class ServerConfig:
             return ScriptedEngine(self.script)
         from duplex_client.server.engine.speech import SpeechEngine
 
-        turns = self.resolve_profile().implementation_level == "chat_fallback"
+        turns = self.resolve_profile().implementation_level == TURN_BASED
         worker = None
         if self.asr_worker:
             from duplex_client.server.engine.asr_worker import shared_worker

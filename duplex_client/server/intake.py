@@ -14,10 +14,11 @@ from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.inputs import parse_append
 from duplex_client.server.overlap_events import AppendOverlap
 from duplex_client.server.ports import SessionPort
+from duplex_client.server.profiles.base import TURN_BASED
 from duplex_client.server.vad_turns import VadTurns
 
-#: The profiles' chat lane: turns come from commits (and the server VAD's), not the model.
-CHAT_LANE = "chat_fallback"
+#: The profiles' turn-based lane: turns come from commits (and the server VAD's), not the model.
+CHAT_LANE = TURN_BASED
 
 
 def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:

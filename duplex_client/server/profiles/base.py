@@ -55,6 +55,8 @@ class Profile:
     supports_client_commit: bool = True
     #: Who signals turns (empty: derived from the lane, `turn_signal_sources`).
     signal_sources: tuple[str, ...] = ()
+    #: Images arrive as `conversation.item.create` `input_image` items (`supports_image_input`).
+    supports_image_input: bool = False
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
     def turn_signal_sources(self) -> tuple[str, ...]:
@@ -90,10 +92,22 @@ class Profile:
             response_lifecycle=self.response_lifecycle,
             raw={
                 "supports_tools": self.supports_tools,
+                # vLLM-Omni 0.30.0's names (`engine/duplex/config.py`), as our server serves them
+                "supports_image_input": self.supports_image_input,
+                "supports_text_only_turn": False,
+                "supports_turn_commit_only": self.implementation_level == TURN_BASED,
+                "supports_concurrent_turn_requests": False,
+                "supports_chat_completions": False,
                 **self.extra_capabilities,
             },
         )
 
+
+#: `implementation_level` of a model that decides listen/speak itself, and of one whose turns
+#: end at commits (vLLM-Omni 0.30.0 `DuplexCapabilities.as_dict`: `turn_based_duplex`; our
+#: older name for it was `chat_fallback`).
+MODEL_NATIVE = "model_native_duplex"
+TURN_BASED = "turn_based_duplex"
 
 #: The input a handshake gets when neither it nor the capabilities name one (protocol.md §2.1).
 _PROTOCOL_INPUT = ("pcm16", 16000)
@@ -109,7 +123,7 @@ def family_profile(name: str) -> Profile:
     native_input = (f.input_format, f.input_rate_hz)
     return Profile(
         name=f.name,
-        implementation_level="model_native_duplex" if f.model_owned_turns else "chat_fallback",
+        implementation_level=MODEL_NATIVE if f.model_owned_turns else TURN_BASED,
         required_modalities=f.required_modalities,
         optional_modalities=f.optional_modalities,
         first_unit_ms=f.first_unit_ms,

@@ -10,5 +10,6 @@ PERSONAPLEX = replace(
     family_profile("personaplex"),
     fixed_persona=True,
     fixed_voice=True,
-    signal_sources=("model_native",),
+    # vLLM-Omni 0.30.0 `personaplex/duplex/serving_adapter.py`
+    signal_sources=("model_native", "client_event"),
 )
