@@ -98,6 +98,9 @@ class ModelFamily:
     reference_profile: bool
     #: The event-name generation the family's server speaks (its profile's default).
     event_names: EventNames = "ga"
+    #: Camera frames go as `conversation.item.create` `input_image` items, never on appends
+    #: (`supports_image_input`); the session's turns end at commits and `response.create`.
+    image_items: bool = False
 
 
 FAMILIES: Final[tuple[ModelFamily, ...]] = (
@@ -239,6 +242,38 @@ FAMILIES: Final[tuple[ModelFamily, ...]] = (
         # typed events render GA names only (protocol.md §A.7).
         event_names="beta",
     ),
+    ModelFamily(
+        name="qwen3-turn",
+        title="Qwen3-Omni (turn-based)",
+        default_model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        # vLLM-Omni 0.30.0 `model_executor/models/qwen3_omni/duplex/plugin.py`: a turn model
+        # (`turn_based_duplex`), each committed utterance one request; its capabilities keep
+        # the default grid and modalities; appends are normalised to 16 kHz float before its
+        # buffer (PCM16 at any rate is resampled; float input only at 16 kHz).
+        first_unit_ms=DEFAULT_FIRST_UNIT_MS,
+        chunk_period_ms=DEFAULT_CHUNK_PERIOD_MS,
+        input_format="pcm16",
+        input_rate_hz=16000,
+        output_rate_hz=24000,
+        lifecycle="model_turn",
+        model_owned_turns=False,
+        # Its plugin refuses `auto_response`: turns end with a commit and `response.create`.
+        client_commits=True,
+        push_to_talk=True,
+        server_vad=True,
+        # It refuses `ref_audio` ("Qwen duplex does not support reference voice audio").
+        reference_voice=False,
+        required_modalities=("audio",),
+        # Frames are sampled as for video, then sent as `input_image` items (`image_items`).
+        optional_modalities=("video",),
+        barge_in=True,
+        session_resume=True,
+        audio_truncate=True,
+        # It refuses `realtime_tools` ("Qwen duplex tool calls are not implemented").
+        tools=False,
+        reference_profile=True,
+        image_items=True,
+    ),
 )
 
 #: The family a session uses when none is named (`--preset`, `serve --profile`).
@@ -314,14 +349,15 @@ def own_turn(preset: str, *, manual_commit: bool = False) -> str:
     """The turn style a preset runs with when none is asked for (a file run's).
 
     Model-owned turns: `model`. Speech turns: the server's VAD where the family has one, and
-    commits from the client (`ptt`) with `manual_commit` or without a VAD.
+    commits from the client (`ptt`) with `manual_commit`, without a VAD, or for a family
+    whose camera frames go as image items (Qwen3-Omni: commit + `response.create` turns).
     """
     if preset == NO_PRESET:
         return "model"
     f = family(preset)
     if f.model_owned_turns:
         return "model"
-    return "vad" if f.server_vad and not manual_commit else "ptt"
+    return "vad" if f.server_vad and not manual_commit and not f.image_items else "ptt"
 
 
 def embedded_profile(preset: str) -> str:

@@ -100,6 +100,29 @@ def joyai(*, manual: bool = False, **overrides: Any) -> SessionConfig:
     return base.with_overrides(**overrides)
 
 
+@_preset_of("qwen3-turn")
+def qwen3_turn(*, manual: bool = True, **overrides: Any) -> SessionConfig:
+    """Qwen3-Omni turn-based: commit + `response.create` turns, or server VAD turns.
+
+    Its vLLM-Omni plugin refuses `auto_response` (both lanes send `false`) and a reference
+    voice; camera frames go as `input_image` items, which the stream sends by itself.
+    """
+    if manual:
+        base = SessionConfig(
+            turn_detection=None,
+            playback_commit_policy="ack_only",
+            extra_body={"auto_response": False},
+        )
+    else:
+        base = SessionConfig(
+            turn_detection=dict(SERVER_VAD),
+            overlap_policy="barge_in_on_speech",
+            playback_commit_policy="ack_only",
+            extra_body={"auto_response": False},
+        )
+    return base.with_overrides(**overrides)
+
+
 @_preset_of("aura")
 def aura(**overrides: Any) -> SessionConfig:
     """AURA-style: video required, audio optional, one append per unit (server defaults)."""

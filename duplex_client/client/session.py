@@ -15,6 +15,7 @@ from typing import Any, Unpack
 from duplex_client.client.consumers import Consumers
 from duplex_client.client.consumers import EventListener as EventListener
 from duplex_client.client.driver import Driver
+from duplex_client.client.image_items import ImageItems, data_url, image_item
 from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
 from duplex_client.client.queues import Subscription as Subscription
@@ -66,6 +67,7 @@ class DuplexClientBase:
     ) -> None:
         self.model = model
         self.config = config or SessionConfig()
+        self._images = ImageItems()
         #: How the continuous stream ended (`end_stream`); None before that.
         self.stream_end: StreamEnd | None = None
         self.handshake_timeout = handshake_timeout
@@ -297,6 +299,25 @@ class DuplexClientBase:
         send = self.connection.send_raw(event)
         await self._link.transmit(send)
         return send.event_id
+
+    async def send_image_item(self, image: bytes) -> str:
+        """Put a JPEG/PNG in the history as a user `input_image` item; returns its item id.
+
+        For turn-based models that take images as items (`supports_image_input`): the oldest
+        image items are deleted first so the history keeps within upstream's budget (8
+        images, 4 MiB of data URLs).
+        """
+        url = data_url(image)
+        # a new session (after a journal gap) holds none of the earlier session's items
+        self._images.in_session(self.session_id)
+        for old in self._images.make_room(len(url)):
+            await self._send(self.connection.send(ce.ConversationItemDelete(item_id=old)))
+        item_id = self._images.new_id()
+        await self._send(
+            self.connection.send(ce.ConversationItemCreate(item=image_item(item_id, url)))
+        )
+        self._images.added(item_id, len(url))
+        return item_id
 
     async def send_function_output(self, call_id: str, output: Any) -> str:
         """Answer a function call (`conversation.item.create` of a `function_call_output`)."""

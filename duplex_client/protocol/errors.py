@@ -78,6 +78,7 @@ class ErrorCode:
     INVALID_SESSION_CONFIG: Final = "invalid_session_config"
     REALTIME_INPUT_FAILED: Final = "realtime_input_failed"
     UNSUPPORTED_MODEL: Final = "unsupported_model"
+    INVALID_IMAGE: Final = "invalid_image"
     INVALID_SESSION_UPDATE: Final = "invalid_session_update"
     PERSONA_UPDATE_UNSUPPORTED: Final = "persona_update_unsupported"
     VOICE_UPDATE_UNSUPPORTED: Final = "voice_update_unsupported"

@@ -303,14 +303,17 @@ class SessionRun:
         sent = sr.commit_sent_at
         self.commit_at = sent if sent is not None else time.monotonic()
         committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
-        if opts.manual_commit:
+        # the manual lane (qwen3-turn, push-to-talk) asks for its answer; server VAD does not
+        config = client.config
+        manual = opts.manual_commit or not (config.auto_response or config.turn_detection)
+        if manual:
             await client.create_response()
         rate = client.input_pcm_format.sample_rate_hz
         grid = UnitGrid.from_capabilities(client.capabilities, sample_rate_hz=rate)
         samples = client.audio_samples
         residual = samples > grid.start_samples(grid.unit_at_sample(samples))
         active = client.tracker.active
-        due = residual or opts.manual_commit or committed.no_response or active is not None
+        due = residual or manual or committed.no_response or active is not None
         deadline = time.monotonic() + opts.timeout_s
         settled = await settle_turn(
             client,

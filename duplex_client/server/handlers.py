@@ -19,7 +19,7 @@ from duplex_client.protocol.server_events import (
     InputAudioBufferCleared,
     SessionHeartbeatAck,
 )
-from duplex_client.server import ids, intake, playback, tools, turn_signals, turns
+from duplex_client.server import ids, images, intake, playback, tools, turn_signals, turns
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
@@ -182,6 +182,7 @@ def on_item_create(s: SessionPort, event: ce.ConversationItemCreate, now: float)
     if tools.is_function_output(event.item):
         tools.on_function_output(s, event.item, now)
         return
+    images.check_images(s, event.item)
     item = {"object": "realtime.item", "status": "completed", **event.item}
     if not isinstance(item.get("id"), str) or s.conversation.has_item(item["id"]):
         item["id"] = ids.item_id()

@@ -26,6 +26,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
     cid = event_ref(event)
     if s.ledger.is_repeat(cid):
         return
+    _check_model_rate(s)
     parsed = parse_append(event, s.settings, s.caps, s.profile.illegal_unit_code)
     inputs = s.inputs
     if not inputs.fits(parsed.charge):
@@ -54,6 +55,18 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
     turns.submit_all(s, to_model, now, decide=True)
     if vad is not None and (server_vad or s.profile.implementation_level == CHAT_LANE):
         _run_vad(s, vad, parsed.pcm, now, overlap)
+
+
+def _check_model_rate(s: SessionPort) -> None:
+    """A model that takes float input at one rate only refuses the append as its buffer does."""
+    want = s.profile.float_input_rate_hz
+    settings = s.settings
+    if want is not None and settings.input_format == "pcm_f32le" and settings.input_rate != want:
+        raise Reject(
+            ErrorCode.BAD_EVENT,
+            f"this model requires pcm_f32le input at {want} Hz (pcm16 at any rate is resampled)",
+            "sample_rate_hz",
+        )
 
 
 def pad_partial(s: SessionPort, now: float) -> None:

@@ -144,6 +144,8 @@ def initial_settings(profile: Profile, default_idle_timeout_s: float) -> Session
         input_format=profile.default_input_format,
         input_rate=profile.default_input_rate,
         output_rate=profile.default_output_rate,
+        # a model without the native lane waits for commits and `response.create`
+        extra_body={**EXTRA_DEFAULTS, "auto_response": profile.auto_response_allowed},
     )
 
 
@@ -177,6 +179,7 @@ def apply_update(
     check_session_tools(req, base, profile, changes)
     if isinstance(raw.get("extra_body"), dict):
         changes["extra_body"] = merge_extra_body(raw["extra_body"], base.extra_body)
+    _refused_by_profile(raw, profile)
     extras = {k: v for k, v in raw.items() if k not in _HANDLED}
     if extras:
         changes["extras"] = {**base.extras, **extras}
@@ -274,6 +277,24 @@ _VAD_DEFAULTS: Final = {
     "silence_duration_ms": 500,
     "min_speech_duration_ms": 96,
 }
+
+
+def _refused_by_profile(raw: dict[str, Any], profile: Profile) -> None:
+    """A model plugin's refusals (Qwen3-Omni's `validate_client_extra_body`, 0.30.0)."""
+    extra = raw.get("extra_body")
+    if not profile.auto_response_allowed and isinstance(extra, dict) and extra.get("auto_response"):
+        raise Reject(
+            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
+            "this model requires server VAD or explicit commits; native auto_response is "
+            "unsupported",
+            "extra_body.auto_response",
+        )
+    if not profile.ref_audio_allowed and raw.get("ref_audio"):
+        raise Reject(
+            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
+            "this model does not support reference voice audio",
+            "ref_audio",
+        )
 
 
 def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) -> None:

@@ -57,6 +57,13 @@ class Profile:
     signal_sources: tuple[str, ...] = ()
     #: Images arrive as `conversation.item.create` `input_image` items (`supports_image_input`).
     supports_image_input: bool = False
+    #: Whether the session may ask for `extra_body.auto_response` (Qwen3-Omni refuses it).
+    auto_response_allowed: bool = True
+    #: Whether the session may carry a reference voice (Qwen3-Omni refuses one).
+    ref_audio_allowed: bool = True
+    #: The one rate `pcm_f32le` input is taken at (None: any). Qwen3-Omni's buffer takes
+    #: 16 kHz float only; PCM16 at any rate is resampled to it before it gets there.
+    float_input_rate_hz: int | None = None
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
     def turn_signal_sources(self) -> tuple[str, ...]:
@@ -139,6 +146,7 @@ def family_profile(name: str) -> Profile:
         # A turn-based server states no lifecycle; the client reads its absence as turns.
         response_lifecycle=f.lifecycle if f.lifecycle == "continuous_stream" else None,
         supports_tools=f.tools,
+        supports_image_input=f.image_items,
         # A continuous stream keeps the protocol's default flag: its lifecycle, not this
         # flag, tells clients to send no commits (`takes_commits`, protocol.md §9.2).
         supports_client_commit=f.client_commits or f.lifecycle == "continuous_stream",

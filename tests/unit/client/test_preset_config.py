@@ -182,6 +182,7 @@ def test_derived_tables_keep_their_meaning() -> None:
         "aura": None,
         "personaplex": "nvidia/personaplex-7b-v1",
         "nemotron": None,
+        "qwen3-turn": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
         "none": None,
     }
     assert presets.preset_model("auto") is None  # unknown names name no model, as before

@@ -212,6 +212,8 @@ class LiveSession:
         self.timeline.audio_source = audio_source_facts(self._audio_info())
         if self.feed is not None:
             self.timeline.video = video_facts(self.feed.info(self._unit_ms()))
+            if self.client.capabilities.supports_image_input and self.timeline.video is not None:
+                self.timeline.video = {**self.timeline.video, "frames_sent_as": "input_image_items"}
 
     def _audio_info(self) -> dict[str, Any] | None:
         return self.mic.info() if self.mic_present else None
