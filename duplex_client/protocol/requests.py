@@ -139,6 +139,12 @@ class AudioInputRequest(Record):
     format: Annotated[Any | None, _FORMAT] = None
     sample_rate_hz: Annotated[int | None, _INPUT_RATE] = None
     turn_detection: Annotated[TurnDetection | None, _TURN_DETECTION] = None
+    #: Accepted and echoed, as vLLM-Omni 0.30.0 does (`engine/duplex/config.py` keeps it as
+    #: `realtime_input_audio_noise_reduction`); no engine here reduces noise.
+    noise_reduction: dict[str, Any] | None = None
+    #: Mono only: upstream echoes the key and reads every append as mono, so a stereo
+    #: declaration would be misread there; ours refuses it instead.
+    channels: Annotated[int | None, Rule(choices=(1,), code=_UNSUPPORTED)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -148,6 +154,8 @@ class AudioOutputRequest(Record):
     format: Annotated[Any | None, Rule(check=_output_format, code=_UNSUPPORTED)] = None
     sample_rate_hz: Annotated[int | None, Rule(choices=OUTPUT_RATES, code=_UNSUPPORTED)] = None
     speed: Annotated[float | None, Rule(gt=0)] = None
+    #: The voice, read where the top-level `voice` is absent (vLLM-Omni 0.30.0 `config.py`).
+    voice: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -175,6 +183,14 @@ class ExtraBody(Record):
     basic_window_low_tokens: Annotated[int, Rule(gt=0)] = 6000
     context_max_units: Annotated[int, Rule(gt=0)] = 24
     context_previous_max_tokens: Annotated[int, Rule(gt=0)] = 500
+    #: The session's overlap and playback settings, which vLLM-Omni 0.30.0 also takes here
+    #: (`engine/duplex/config.py` `from_event` / `apply_realtime_update`; these win over the
+    #: session's own fields). Upstream turns an unknown policy into the default; ours refuses it.
+    overlap_policy: Annotated[str | None, Rule(choices=OVERLAP_POLICIES, omit=True)] = None
+    overlap_short_ack_ms: Annotated[int | None, Rule(ge=0, omit=True)] = None
+    overlap_barge_in_ms: Annotated[int | None, Rule(ge=0, omit=True)] = None
+    overlap_silence_rms: Annotated[float | None, Rule(ge=0, le=1, omit=True)] = None
+    playback_commit_policy: Annotated[str | None, Rule(choices=PLAYBACK_POLICIES, omit=True)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -197,6 +213,9 @@ class SessionRequest(Record):
     input_audio_transcription: dict[str, Any] | None = None
     playback_commit_policy: Annotated[str | None, Rule(choices=PLAYBACK_POLICIES)] = None
     instructions: str | None = None
+    #: The user's opening turn, as text (vLLM-Omni 0.30.0 `DuplexSessionConfig`); the older
+    #: `extra_body.duplex_initial_user_text` wins when both are sent, as upstream's MiniCPM-o.
+    initial_user_text: str | None = None
     voice: str | None = None
     temperature: Annotated[float | None, Rule(ge=0, le=2)] = None
     max_response_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None

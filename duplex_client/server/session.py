@@ -225,7 +225,9 @@ class DuplexSession:
         )
         self.emit(created, now)
         self.emit(SessionUpdated(session=self.session_object()), now)
+        # the older extra_body spelling wins, as vLLM-Omni 0.30.0's MiniCPM-o plugin reads it
         text = self._settings.extra_body.get("duplex_initial_user_text")
+        text = text or self._settings.initial_user_text
         if isinstance(text, str) and text:
             content = [ContentPart(type="input_text", text=text)]
             item = Item(id=ids.item_id(), role="user", status="completed", content=content)

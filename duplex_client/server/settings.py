@@ -21,6 +21,7 @@ from duplex_client.protocol.requests import (
     SessionRequest,
     input_format,
 )
+from duplex_client.server import session_fields
 from duplex_client.server.errors import Reject
 from duplex_client.server.knobs import EXTRA_DEFAULTS, merge_extra_body
 from duplex_client.server.profiles import Profile
@@ -74,6 +75,9 @@ _HANDLED: Final = frozenset(
         "active_request_id",
         "active_response_id",
         "active_response_turn_id",
+        # vLLM-Omni 0.30.0's (issue #29): `server/session_fields.py`
+        "initial_user_text",
+        "input_audio_noise_reduction",
     }
 )
 
@@ -101,6 +105,12 @@ class SessionSettings:
     idle_timeout_s: float = 300.0
     speed: float | None = None
     tracing: str | dict[str, Any] | None = None
+    #: The user's opening turn as text (`session_fields`); not echoed, as upstream.
+    initial_user_text: str | None = None
+    #: `audio.input.noise_reduction` (or `input_audio_noise_reduction`), echoed only.
+    noise_reduction: dict[str, Any] | None = None
+    #: `audio.input.channels` as the client declared it (mono only), echoed.
+    input_channels: int | None = None
     ref_audio_digest: str | None = field(default=None, repr=False)
     extra_body: dict[str, Any] = field(default_factory=lambda: dict(EXTRA_DEFAULTS))
     #: Declared function tools (as sent) and the `tool_choice`.
@@ -179,7 +189,8 @@ def apply_update(
     check_session_tools(req, base, profile, changes)
     if isinstance(raw.get("extra_body"), dict):
         changes["extra_body"] = merge_extra_body(raw["extra_body"], base.extra_body)
-    _refused_by_profile(raw, profile)
+    session_fields.take(raw, req, changes)
+    session_fields.refused_by_profile(raw, profile)
     extras = {k: v for k, v in raw.items() if k not in _HANDLED}
     if extras:
         changes["extras"] = {**base.extras, **extras}
@@ -219,6 +230,8 @@ def _pinned_fields(
     """The persona and the voice: fixed at open on some profiles, and after the first append."""
     for name, fixed, fixed_code, fixed_words, audio_code, audio_words in _PINNED:
         value = getattr(req, name)
+        if name == "voice" and value is None:
+            value = session_fields.nested_voice(req)
         if value is None or value == getattr(base, name):
             continue
         if not handshake and getattr(profile, fixed):
@@ -277,24 +290,6 @@ _VAD_DEFAULTS: Final = {
     "silence_duration_ms": 500,
     "min_speech_duration_ms": 96,
 }
-
-
-def _refused_by_profile(raw: dict[str, Any], profile: Profile) -> None:
-    """A model plugin's refusals (Qwen3-Omni's `validate_client_extra_body`, 0.30.0)."""
-    extra = raw.get("extra_body")
-    if not profile.auto_response_allowed and isinstance(extra, dict) and extra.get("auto_response"):
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "this model requires server VAD or explicit commits; native auto_response is "
-            "unsupported",
-            "extra_body.auto_response",
-        )
-    if not profile.ref_audio_allowed and raw.get("ref_audio"):
-        raise Reject(
-            ErrorCode.INVALID_DUPLEX_RUNTIME_CONFIG,
-            "this model does not support reference voice audio",
-            "ref_audio",
-        )
 
 
 def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) -> None:

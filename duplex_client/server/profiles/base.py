@@ -64,6 +64,8 @@ class Profile:
     #: The one rate `pcm_f32le` input is taken at (None: any). Qwen3-Omni's buffer takes
     #: 16 kHz float only; PCM16 at any rate is resampled to it before it gets there.
     float_input_rate_hz: int | None = None
+    #: `extra_body` keys the server owns (upstream's `private_runtime_config_keys`): refused.
+    private_runtime_keys: frozenset[str] = frozenset()
     extra_capabilities: dict[str, object] = field(default_factory=dict)
 
     def turn_signal_sources(self) -> tuple[str, ...]:
