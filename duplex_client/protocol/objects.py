@@ -37,6 +37,8 @@ class ContentPart(Record):
     #: transcript it speaks by when (vLLM-Omni 0.30.0 `_response_item_content_part`).
     audio_duration_ms: Annotated[int | None, OMIT] = None
     audio_text_marks: Annotated[list[AudioTextMark] | None, OMIT] = None
+    #: On a user item's `input_image` part: the image as a JPEG or PNG data URL.
+    image_url: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)

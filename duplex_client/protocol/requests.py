@@ -211,6 +211,8 @@ class SessionRequest(Record):
     overlap_barge_in_ms: Annotated[int | None, Rule(ge=0)] = None
     overlap_silence_rms: Annotated[float | None, Rule(ge=0, le=1)] = None
     input_audio_transcription: dict[str, Any] | None = None
+    #: The older place of `audio.input.noise_reduction` (an object; echoed without effect).
+    input_audio_noise_reduction: dict[str, Any] | None = None
     playback_commit_policy: Annotated[str | None, Rule(choices=PLAYBACK_POLICIES)] = None
     instructions: str | None = None
     #: The user's opening turn, as text (vLLM-Omni 0.30.0 `DuplexSessionConfig`); the older

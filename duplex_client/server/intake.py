@@ -118,7 +118,11 @@ def _server_commit(s: SessionPort, vad: VadTurns, now: float) -> None:
     if not turns.has_input(s):
         vad.speech_ended()
         return
+    td = s.settings.turn_detection or {}
+    # `create_response: false` commits without answering (vLLM-Omni 0.30.0 `runner.py`
+    # `_maybe_schedule_vad_commit`: `Commit(create_response=vad_result.create_response)`)
+    asks = td.get("create_response") is not False
     try:
-        turns.commit(s, InputAudioBufferCommit(event_id=""), now)
+        turns.commit(s, InputAudioBufferCommit(event_id="", response_create=asks), now)
     except Reject as rej:
         s.reject(rej, None, now)

@@ -4,6 +4,7 @@ server's `warmup_s` does the same, and the SDK and `duplex-cli check` account fo
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -11,10 +12,12 @@ from duplex_cli.check import run_check
 from duplex_cli.check_table import render
 from rich.console import Console
 from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
 
 from duplex_client import DuplexClient
 from duplex_client.protocol.errors import DuplexConnectionError
 from duplex_client.server import ReferenceServer
+from tests.support.scripted_server import ScriptedServer
 
 
 async def test_connections_wait_for_the_warmup_and_the_warmup_itself_passes() -> None:
@@ -63,3 +66,26 @@ async def test_check_reports_the_hold_level_and_input_modes() -> None:
     assert "held" in table and "before the upgrade (warming up)" in table
     assert "model_native_duplex; input modes append_audio_chunk" in table
     assert "turn-based fallback" in table
+
+
+async def test_check_reports_a_request_that_reached_no_duplex_handler() -> None:
+    """`?duplex=1` answered by a turn-based handler (a `session.created` without capabilities)
+    or refused as vLLM-Omni 0.30.0 refuses it without a duplex handler (flat `unsupported`)."""
+
+    async def refuse(conn: ServerConnection) -> None:
+        flat = {"type": "error", "code": "unsupported", "error": "VAD realtime is not enabled"}
+        await conn.send(json.dumps(flat))
+        await conn.close(1008)
+
+    async with ScriptedServer(no_capabilities=True) as turn_based:
+        chat = await run_check(turn_based.url, timeout_s=3)
+    assert "?duplex=1" in turn_based.peer.path
+    async with serve(refuse, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        refused = await run_check(f"ws://127.0.0.1:{port}", timeout_s=3)
+    for report, said in ((chat, "turn-based handler"), (refused, "refused (unsupported)")):
+        assert not report.ok
+        assert report.to_dict()["handshake"]["fallback"].startswith(said)
+        console = Console(record=True, width=160)
+        render(report, console)
+        assert said in console.export_text()

@@ -99,13 +99,14 @@ class Profile:
             supports_input_append=True,
             supports_multi_session=limits.max_sessions > 1,
             response_lifecycle=self.response_lifecycle,
+            # vLLM-Omni 0.30.0's names (`engine/duplex/config.py`), as our server serves them
+            supports_image_input=self.supports_image_input,
+            supports_text_only_turn=False,
+            supports_turn_commit_only=self.implementation_level == TURN_BASED,
+            supports_concurrent_turn_requests=False,
             raw={
                 "supports_tools": self.supports_tools,
-                # vLLM-Omni 0.30.0's names (`engine/duplex/config.py`), as our server serves them
-                "supports_image_input": self.supports_image_input,
-                "supports_text_only_turn": False,
-                "supports_turn_commit_only": self.implementation_level == TURN_BASED,
-                "supports_concurrent_turn_requests": False,
+                # a DuplexCapabilities field 0.30.0's `as_dict` does not render; ours says false
                 "supports_chat_completions": False,
                 **self.extra_capabilities,
             },
