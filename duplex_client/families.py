@@ -45,6 +45,7 @@ __all__ = [
 
 Lifecycle = Literal["model_turn", "continuous_stream"]
 InputFormat = Literal["pcm16", "pcm_f32le"]
+EventNames = Literal["ga", "beta"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +68,11 @@ class ModelFamily:
     input_rate_hz: int
     #: The rate answer audio comes back at.
     output_rate_hz: int
-    #: `model_turn`: responses end; `continuous_stream`: input ends with `session.end`.
+    #: `model_turn`: responses end; `continuous_stream`: one response for the whole session,
+    #: drained at `session.close` after trailing silence (no `session.end`, protocol.md §9.2).
     lifecycle: Lifecycle
     #: The model decides listen/speak itself (`model_native_duplex`); False: speech turns
-    #: closed by server VAD or a client commit (`chat_fallback`).
+    #: closed by server VAD or a client commit (`turn_based_duplex`).
     model_owned_turns: bool
     #: The client may commit turns (False: it sends none; `client.takes_commits`).
     client_commits: bool
@@ -94,6 +96,11 @@ class ModelFamily:
     tools: bool
     #: `duplex-cli serve` has a profile of this name (the embedded server uses it).
     reference_profile: bool
+    #: The event-name generation the family's server speaks (its profile's default).
+    event_names: EventNames = "ga"
+    #: Camera frames go as `conversation.item.create` `input_image` items, never on appends
+    #: (`supports_image_input`); the session's turns end at commits and `response.create`.
+    image_items: bool = False
 
 
 FAMILIES: Final[tuple[ModelFamily, ...]] = (
@@ -202,20 +209,23 @@ FAMILIES: Final[tuple[ModelFamily, ...]] = (
     ),
     ModelFamily(
         name="nemotron",
-        title="Nemotron VoiceChat-style",
+        title="Nemotron VoiceChat",
         default_model=None,
+        # 1280-sample frames of 16 kHz float32 in, one 80 ms PCM16 packet at 22.05 kHz out per
+        # frame (vLLM-Omni 0.30.0 `clients/nemotron_voicechat.py`,
+        # `model_executor/models/nemotron_voicechat/duplex/input.py`).
         first_unit_ms=80,
         chunk_period_ms=80,
-        input_format="pcm16",
+        input_format="pcm_f32le",
         input_rate_hz=16000,
-        output_rate_hz=24000,
-        # `response_lifecycle`, `session.end` and `stream_drained` are our shapes: the
-        # upstream sources we have do not show them (protocol.md §9.2).
+        output_rate_hz=22050,
+        # One continuous response, drained at `session.close` after trailing silence, ending
+        # `stream_drained` (Sy0307/vllm-omni `tests/e2e/online_serving/
+        # nemotron_voicechat_realtime_duplex.py`; 0.30.0 states no lifecycle, protocol.md §9.2).
         lifecycle="continuous_stream",
         model_owned_turns=True,
-        # Our profile advertises `supports_client_commit: true` (the protocol's default) and
-        # takes a commit, but a continuous stream is ended by `session.end`: clients send
-        # no commits (`client.takes_commits` is False).
+        # Upstream advertises `supports_client_commit: true`; a continuous stream ends at
+        # `session.close` instead, so clients send no commits (`client.takes_commits`).
         client_commits=False,
         push_to_talk=False,
         server_vad=False,
@@ -228,6 +238,41 @@ FAMILIES: Final[tuple[ModelFamily, ...]] = (
         # Upstream advertises tools by model, not by a capability flag; the flag is ours.
         tools=True,
         reference_profile=True,
+        # Both upstream Nemotron e2e clients read `response.audio.delta` (beta names); 0.30.0's
+        # typed events render GA names only (protocol.md §A.7).
+        event_names="beta",
+    ),
+    ModelFamily(
+        name="qwen3-turn",
+        title="Qwen3-Omni (turn-based)",
+        default_model="Qwen/Qwen3-Omni-30B-A3B-Instruct",
+        # vLLM-Omni 0.30.0 `model_executor/models/qwen3_omni/duplex/plugin.py`: a turn model
+        # (`turn_based_duplex`), each committed utterance one request; its capabilities keep
+        # the default grid and modalities; appends are normalised to 16 kHz float before its
+        # buffer (PCM16 at any rate is resampled; float input only at 16 kHz).
+        first_unit_ms=DEFAULT_FIRST_UNIT_MS,
+        chunk_period_ms=DEFAULT_CHUNK_PERIOD_MS,
+        input_format="pcm16",
+        input_rate_hz=16000,
+        output_rate_hz=24000,
+        lifecycle="model_turn",
+        model_owned_turns=False,
+        # Its plugin refuses `auto_response`: turns end with a commit and `response.create`.
+        client_commits=True,
+        push_to_talk=True,
+        server_vad=True,
+        # It refuses `ref_audio` ("Qwen duplex does not support reference voice audio").
+        reference_voice=False,
+        required_modalities=("audio",),
+        # Frames are sampled as for video, then sent as `input_image` items (`image_items`).
+        optional_modalities=("video",),
+        barge_in=True,
+        session_resume=True,
+        audio_truncate=True,
+        # It refuses `realtime_tools` ("Qwen duplex tool calls are not implemented").
+        tools=False,
+        reference_profile=True,
+        image_items=True,
     ),
 )
 
@@ -304,14 +349,15 @@ def own_turn(preset: str, *, manual_commit: bool = False) -> str:
     """The turn style a preset runs with when none is asked for (a file run's).
 
     Model-owned turns: `model`. Speech turns: the server's VAD where the family has one, and
-    commits from the client (`ptt`) with `manual_commit` or without a VAD.
+    commits from the client (`ptt`) with `manual_commit`, without a VAD, or for a family
+    whose camera frames go as image items (Qwen3-Omni: commit + `response.create` turns).
     """
     if preset == NO_PRESET:
         return "model"
     f = family(preset)
     if f.model_owned_turns:
         return "model"
-    return "vad" if f.server_vad and not manual_commit else "ptt"
+    return "vad" if f.server_vad and not manual_commit and not f.image_items else "ptt"
 
 
 def embedded_profile(preset: str) -> str:
@@ -342,6 +388,7 @@ _COLUMNS: Final[tuple[tuple[str, Callable[[ModelFamily], str]], ...]] = (
     ("default model", lambda f: f"`{f.default_model}`" if f.default_model else "none"),
     ("units (ms): first / next", lambda f: f"{f.first_unit_ms} / {f.chunk_period_ms}"),
     ("input", lambda f: f"{_khz(f.input_rate_hz)} `{f.input_format}`"),
+    ("output", lambda f: _khz(f.output_rate_hz)),
     ("lifecycle", lambda f: f"`{f.lifecycle}`"),
     ("commits", lambda f: _yes(f.client_commits)),
     ("push-to-talk", lambda f: _yes(f.push_to_talk)),

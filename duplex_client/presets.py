@@ -49,13 +49,15 @@ def _preset_of(name: str) -> Callable[[_Preset], _Preset]:
 
 
 def family_config(name: str, **overrides: Any) -> SessionConfig:
-    """The generic preset of a family: model-owned turns in its native input format."""
+    """The generic preset of a family: model-owned turns in its native formats and rates."""
     f = family(name)
     base = SessionConfig(turn_detection=None, extra_body={"auto_response": True})
     if (f.input_format, f.input_rate_hz) != (base.input_audio_format, base.input_sample_rate_hz):
         base = base.with_overrides(
             input_audio_format=f.input_format, input_sample_rate_hz=f.input_rate_hz
         )
+    if f.output_rate_hz != base.output_sample_rate_hz:
+        base = base.with_overrides(output_sample_rate_hz=f.output_rate_hz)
     return base.with_overrides(**overrides)
 
 
@@ -63,15 +65,18 @@ def family_config(name: str, **overrides: Any) -> SessionConfig:
 def minicpmo_4_5(ref_audio: str | Path | bytes | None = None, **overrides: Any) -> SessionConfig:
     """MiniCPM-o 4.5: model-owned listen/speak per unit, `listen_only`, `ack_only`.
 
-    `ref_audio` (WAV bytes, a WAV path or a data URL) is required by real deployments;
-    the bundled reference server supplies a built-in voice when it is omitted.
+    As vLLM-Omni 0.30.0's own preset (`vllm_omni/clients/minicpmo_4_5.py`): no
+    `native_duplex` any more (PR #7413 dropped it from the session), `force_listen_count: 0`.
+    `ref_audio` (WAV bytes, a WAV path or a data URL) is the voice; a real deployment refuses
+    a session with audio output without one (`ref_audio_required`, its plugin's
+    `prepare_runtime_config`); the bundled reference server supplies a built-in voice.
     """
     base = SessionConfig(
         turn_detection=None,
         overlap_policy="listen_only",
         playback_commit_policy="ack_only",
         ref_audio=ref_audio_data_url(ref_audio) if ref_audio is not None else None,
-        extra_body={"auto_response": True, "native_duplex": True, "force_listen_count": 0},
+        extra_body={"auto_response": True, "force_listen_count": 0},
     )
     return base.with_overrides(**overrides)
 
@@ -95,6 +100,29 @@ def joyai(*, manual: bool = False, **overrides: Any) -> SessionConfig:
     return base.with_overrides(**overrides)
 
 
+@_preset_of("qwen3-turn")
+def qwen3_turn(*, manual: bool = True, **overrides: Any) -> SessionConfig:
+    """Qwen3-Omni turn-based: commit + `response.create` turns, or server VAD turns.
+
+    Its vLLM-Omni plugin refuses `auto_response` (both lanes send `false`) and a reference
+    voice; camera frames go as `input_image` items, which the stream sends by itself.
+    """
+    if manual:
+        base = SessionConfig(
+            turn_detection=None,
+            playback_commit_policy="ack_only",
+            extra_body={"auto_response": False},
+        )
+    else:
+        base = SessionConfig(
+            turn_detection=dict(SERVER_VAD),
+            overlap_policy="barge_in_on_speech",
+            playback_commit_policy="ack_only",
+            extra_body={"auto_response": False},
+        )
+    return base.with_overrides(**overrides)
+
+
 @_preset_of("aura")
 def aura(**overrides: Any) -> SessionConfig:
     """AURA-style: video required, audio optional, one append per unit (server defaults)."""
@@ -114,7 +142,9 @@ def personaplex(*, voice: str = "NATF2.pt", persona: str = "", **overrides: Any)
 
 @_preset_of("nemotron")
 def nemotron(**overrides: Any) -> SessionConfig:
-    """Nemotron VoiceChat-style: 16 kHz PCM in one continuous stream (`session.end` ends it)."""
+    """Nemotron VoiceChat: 16 kHz `pcm_f32le` in 80 ms frames, 22.05 kHz PCM16 out, one
+    continuous stream that trailing silence and `session.close` end (vLLM-Omni 0.30.0
+    `clients/nemotron_voicechat.py`; protocol.md §9.2)."""
     return family_config("nemotron", **overrides)
 
 

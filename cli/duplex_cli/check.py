@@ -151,15 +151,25 @@ async def _check_session(
         message = str(exc) or type(exc).__name__
         if isinstance(exc, DuplexProtocolError) and exc.code == ErrorCode.REF_AUDIO_REQUIRED:
             message += " (the server requires a reference voice: pass --ref-audio)"
-        report.handshake = {"ok": False, "error": message}
+        report.handshake = {
+            "ok": False,
+            "error": message,
+            "warmup_held_s": client.warmup_held_s,
+            "fallback": _fallback(exc),
+        }
         report.fail(f"handshake failed: {message}")
         return
     try:
+        caps = client.capabilities
         report.handshake = {
             "ok": True,
             "ms": _ms(started),
             "session_id": created.session_id,
-            "implementation_level": client.capabilities.implementation_level,
+            "implementation_level": caps.implementation_level,
+            "input_modes": list(caps.input_modes),
+            "response_lifecycle": caps.response_lifecycle,
+            "warmup_held_s": client.warmup_held_s,
+            "fallback": None,
         }
         report.capabilities = client.capabilities.to_dict()
         session = {k: v for k, v in client.session.items() if k != "capabilities"}
@@ -185,6 +195,21 @@ async def _check_session(
     finally:
         with contextlib.suppress(DuplexClientError, TimeoutError, OSError):
             await client.close()
+
+
+def _fallback(exc: BaseException) -> str | None:
+    """Whether a `?duplex=1` request reached no duplex handler, and how the server said so."""
+    from duplex_client.protocol.errors import DuplexProtocolError, ErrorCode
+
+    text = str(exc)
+    if "not a duplex handler" in text:  # a session.created without capabilities
+        return "turn-based handler (session.created without capabilities)"
+    if isinstance(exc, DuplexProtocolError) and exc.code in (
+        ErrorCode.UNSUPPORTED,
+        ErrorCode.UNSUPPORTED_MODEL,
+    ):
+        return f"refused ({exc.code}): no duplex handler for this request"
+    return None
 
 
 def _echoed_id(event: se.ServerEvent) -> str | None:

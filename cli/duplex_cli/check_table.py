@@ -52,6 +52,14 @@ def _summary_rows(report: CheckReport) -> list[tuple[str, str, str]]:
     if report.model.get("source"):
         chosen += f" ({report.model['source']})"
     shake = hs.get("error") or (f"{hs['ms']:g} ms, session {hs.get('session_id')}" if hs else "")
+    held = hs.get("warmup_held_s") or 0
+    warmup = f"held {held:g} s before the upgrade (warming up)" if held else "none"
+    level = hs.get("implementation_level") or ""
+    if hs.get("input_modes"):
+        level += f"; input modes {', '.join(hs['input_modes'])}"
+    if hs.get("response_lifecycle"):
+        level += f"; {hs['response_lifecycle']}"
+    fallback = hs.get("fallback") or "no"
     rtt = rt.get("error") or (f"{rt['ms']:g} ms (median of {len(rt['samples_ms'])})" if rt else "")
     generation = names.get("generation", "")
     if names.get("evidence"):
@@ -64,6 +72,9 @@ def _summary_rows(report: CheckReport) -> list[tuple[str, str, str]]:
         (_mark(m), "/v1/models", models),
         (_mark({"ok": "error" not in report.model} if report.model else {}), "model", chosen),
         (_mark(hs), "handshake", shake),
+        (_mark({"ok": True} if hs else {}), "warm-up", warmup if hs else ""),
+        (_mark({"ok": bool(level)} if hs.get("ok") else {}), "implementation", level),
+        (_mark({"ok": fallback == "no"} if hs else {}), "turn-based fallback", fallback),
         (_mark(rt), "round trip", rtt),
         (names_mark, "event names", generation),
     ]

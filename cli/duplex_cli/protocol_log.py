@@ -21,7 +21,7 @@ PHASE_LINES = {
     "streaming": "handshake complete: session.created received, streaming input",
     "live": "handshake complete: session.created received, live",
     "finishing": "input committed: waiting for the decision and the answer",
-    "draining": "session.end sent: waiting for stream_drained",
+    "draining": "session.close sent: waiting for the stream to drain",
     "closing": "closing the session",
 }
 

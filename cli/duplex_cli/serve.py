@@ -101,9 +101,13 @@ def serve_command(
         ),
     ] = None,
     event_names: Annotated[
-        EventNames,
-        Opt(metavar=choices(EventNames), rich_help_panel=_REFERENCE, help="Event names to emit."),
-    ] = EventNames.ga,
+        EventNames | None,
+        Opt(
+            metavar=choices(EventNames),
+            rich_help_panel=_REFERENCE,
+            help="Event names to emit (default: the profile's; beta for nemotron, else ga).",
+        ),
+    ] = None,
     require_audio: Annotated[
         bool,
         Opt(
@@ -156,6 +160,24 @@ def serve_command(
             help="Concurrent sessions before resource_exhausted.",
         ),
     ] = 1,
+    served_model: Annotated[
+        str | None,
+        Opt(
+            metavar="NAME",
+            rich_help_panel=_REFERENCE,
+            help="Serve only this model: /v1/models lists it, another name is refused "
+            "(unsupported_model).",
+        ),
+    ] = None,
+    warmup_s: Annotated[
+        float,
+        Opt(
+            metavar="S",
+            rich_help_panel=_REFERENCE,
+            help="Hold new connections before the upgrade for S seconds after start, as "
+            "vLLM-Omni does during its warm-up (at most 180 s; ?vllm_omni_warmup=1 passes).",
+        ),
+    ] = 0.0,
     asr_inline: Annotated[
         bool,
         Opt(
@@ -220,7 +242,7 @@ def serve_command(
             engine=None if engine is None else engine.value,
             script=script,
             api_key=api_key,
-            event_names=event_names.value,
+            event_names=None if event_names is None else event_names.value,
             require_audio=require_audio,
             supports_tools=supports_tools,
             faults=faults,
@@ -229,6 +251,8 @@ def serve_command(
             illegal_unit_code=illegal_unit_code,
             require_ref_audio=require_ref_audio,
             asr_inline=asr_inline,
+            warmup_s=warmup_s,
+            served_model=served_model,
         )
     except ValueError as exc:
         errors.print(f"error: {config_message(exc)}", markup=False)
@@ -281,7 +305,7 @@ def _reference_config(**opts: Any) -> Any:
     from duplex_client.server.engine.script import ScriptError
     from duplex_client.server.faults import FaultSpecError
 
-    if opts["event_names"] not in ("ga", "beta"):
+    if opts["event_names"] not in (None, "ga", "beta"):
         raise ValueError("--event-names must be ga or beta")
     if opts["max_sessions"] < 1:
         raise ValueError("--max-sessions must be at least 1")
@@ -308,6 +332,8 @@ def _reference_config(**opts: Any) -> Any:
         faults=faults,
         limits=Limits(max_sessions=opts["max_sessions"]),
         asr_worker=not opts["asr_inline"],
+        warmup_s=opts.get("warmup_s", 0.0),
+        served_model=opts.get("served_model"),
     )
 
 

@@ -136,6 +136,8 @@ class RunBundle:
                 "session_effective": redact(client.session),
                 "capabilities": client.capabilities.to_dict(),
                 "attachment_generation": client.attachment_generation,
+                # a journal gap replaced the session: every session the run used, in order
+                **({"session_ids": client.session_ids} if len(client.session_ids) > 1 else {}),
             },
         )
 

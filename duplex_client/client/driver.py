@@ -20,6 +20,8 @@ from duplex_client.client.resume import (
     ReconnectPolicy,
     ReconnectReport,
     ResumeFailed,
+    ResyncRequired,
+    open_new_session,
     resume_attempts,
 )
 from duplex_client.client.transport import Transport, TransportClosed
@@ -144,11 +146,14 @@ class Driver:
         log.info("connection lost (%s); reconnecting", cause)
         try:
             got = await resume_attempts(self.policy, self._connect_again, self._conn.resume_request)
+        except ResyncRequired as exc:
+            if self.policy.new_session_on_resync:
+                await self._new_session(report, cause, exc)
+                return
+            self._failed(report, cause, exc)
+            return
         except ResumeFailed as exc:
-            report.ended_at, report.attempts = self._clock(), exc.attempts
-            report.outcome, report.error = "failed", str(exc)
-            self._consumers.report(report)
-            self.perform(self._conn.resume_failed(f"{cause}; {exc}", fatal=exc.code is not None))
+            self._failed(report, cause, exc)
             return
         self._link.attach(got.transport)
         report.ended_at, report.attempts, report.outcome = self._clock(), got.attempt, "resumed"
@@ -159,6 +164,37 @@ class Driver:
             report.deliveries.extend(await self._link.resend(self._clock))
         if report.unresolved:
             log.warning("resume: %d input event(s) may be lost", report.unresolved)
+        self._consumers.report(report)
+
+    def _failed(self, report: ReconnectReport, cause: str, exc: ResumeFailed) -> None:
+        report.ended_at, report.attempts = self._clock(), exc.attempts
+        report.outcome = "resync_required" if isinstance(exc, ResyncRequired) else "failed"
+        report.error = str(exc)
+        self._consumers.report(report)
+        self.perform(self._conn.resume_failed(f"{cause}; {exc}", fatal=exc.code is not None))
+
+    async def _new_session(self, report: ReconnectReport, cause: str, gap: ResyncRequired) -> None:
+        """A journal gap lost the session: open a replacement and carry on in it (§6.1)."""
+        assert self.policy is not None and self._connect_again is not None
+        report.previous_session_id = self._conn.session_id
+        log.warning("session %s: %s; opening a new session", report.previous_session_id, gap)
+        update = self._conn.new_session_update()
+        try:
+            transport, created = await open_new_session(
+                self.policy, self._connect_again, update.data
+            )
+        except ResumeFailed as exc:
+            self._failed(report, cause, ResyncRequired(f"{gap.reason}; {exc}", gap.attempts))
+            return
+        self._link.attach(transport)
+        output = self._conn.new_session(created, gap.attempts)
+        report.ended_at, report.attempts = self._clock(), gap.attempts
+        report.outcome, report.new_session_id = "new_session", created.session_id
+        self._write_later(self.perform(output))
+        for resend in output.of(Resend):
+            report.unresolved = resend.unresolved
+            report.deliveries.extend(await self._link.resend(self._clock))
+        log.warning("%s", report.describe())
         self._consumers.report(report)
 
     def _resynced(self, reason: str | None) -> None:

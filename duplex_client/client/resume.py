@@ -23,7 +23,7 @@ from duplex_client.protocol.session.outbox import InputKind
 
 log = logging.getLogger("duplex_client")
 
-Outcome = Literal["resumed", "resync_required", "failed"]
+Outcome = Literal["resumed", "resync_required", "new_session", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,9 @@ class ReconnectPolicy:
     resume_timeout_s: float = 10.0
     #: Unsent input (appends and commits queued while disconnected) held before senders wait.
     max_queued_bytes: int = 64 * 1024 * 1024
+    #: A resume into a journal gap (`session.resync_required`) opens a new session in place of
+    #: the lost one (False: the session ends, reason `resync_required: journal_gap`).
+    new_session_on_resync: bool = False
     uniform: Callable[[float, float], float] = field(
         default=random.uniform, compare=False, repr=False
     )
@@ -95,6 +98,9 @@ class ReconnectReport:
     deliveries: list[Delivery] = field(default_factory=list)
     #: Input written before the drop that could not be placed against the server's view.
     unresolved: int = 0
+    #: The lost session and its replacement, when a journal gap started a new session.
+    previous_session_id: str | None = None
+    new_session_id: str | None = None
 
     @property
     def resent_appends(self) -> int:
@@ -110,6 +116,12 @@ class ReconnectReport:
         """One line for logs and run summaries."""
         if self.outcome == "failed":
             return f"reconnect failed after {self.attempts} attempt(s): {self.error}"
+        if self.outcome == "new_session":
+            return (
+                f"session {self.previous_session_id} lost to a journal gap after "
+                f"{self.attempts} attempt(s); continued in new session {self.new_session_id} "
+                f"({self.unresolved} input event(s) lost)"
+            )
         return (
             f"{self.outcome} after {self.attempts} attempt(s); {self.resent_appends} append(s) "
             f"resent, {self.late_appends} sent late"
@@ -140,10 +152,33 @@ class Resumed:
     attempt: int
 
 
+class ResyncRequired(ResumeFailed):
+    """The server cannot replay what this client missed (a journal gap): the session is lost.
+
+    vLLM-Omni 0.30.0 answers such a `session.resume` with `session.resync_required` and ends
+    the socket without attaching: the client must start a new session.
+    """
+
+    def __init__(self, reason: str, attempts: int) -> None:
+        super().__init__(
+            f"resync_required: {reason} (the server no longer holds the events this client "
+            "missed; the session cannot be resumed)",
+            attempts,
+            f"resync_required:{reason}",
+        )
+        self.reason = reason
+
+
 class _ResumeRefused(Exception):
     def __init__(self, event: se.ErrorEvent) -> None:
         super().__init__(f"{event.code}: {event.error.message}")
         self.code = event.code
+
+
+class _Resync(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 async def _first_reply(transport: Transport) -> se.SessionResumed:
@@ -159,7 +194,64 @@ async def _first_reply(transport: Transport) -> se.SessionResumed:
             return event
         if isinstance(event, se.ErrorEvent):
             raise _ResumeRefused(event)
+        if isinstance(event, se.SessionResyncRequired):
+            raise _Resync(event.reason or "journal_gap")
         log.warning("ignoring %s received before session.resumed", event.type)
+
+
+async def _created(transport: Transport) -> se.SessionCreated:
+    while True:
+        data = await transport.recv()
+        if not isinstance(data, str):
+            continue
+        try:
+            event = parse_server_event(loads(data))
+        except CodecError:
+            continue
+        if isinstance(event, se.SessionCreated):
+            return event
+        if isinstance(event, se.ErrorEvent):
+            raise _ResumeRefused(event)
+
+
+#: Refusals of a new session that a later try may not get: the lost session still holds its
+#: admission slot until its disconnect grace ends (upstream counts detached sessions).
+_FULL = frozenset({"resource_exhausted", "duplex_session_busy"})
+
+
+async def open_new_session(
+    policy: ReconnectPolicy, connect: Callable[[], Awaitable[Transport]], update: bytes
+) -> tuple[Transport, se.SessionCreated]:
+    """A replacement session on a new socket: `session.update`, then its `session.created`.
+
+    A full server (`resource_exhausted`: the lost session may still hold its slot) or a
+    failed connection is tried again with the policy's backoff, up to `policy.attempts`
+    times; `ResumeFailed` when it cannot be opened.
+    """
+    last = "no attempt made"
+    for attempt in range(1, policy.attempts + 1):
+        if attempt > 1:
+            await policy.sleep(policy.delay(attempt))
+        try:
+            transport = await connect()
+        except DuplexConnectionError as exc:
+            last = str(exc)
+            continue
+        try:
+            await transport.send(update)
+            return transport, await asyncio.wait_for(_created(transport), policy.resume_timeout_s)
+        except _ResumeRefused as exc:
+            await transport.close()
+            if exc.code not in _FULL:
+                raise ResumeFailed(f"new session refused ({exc})", attempt, exc.code) from None
+            last = f"new session refused ({exc})"
+        except (TimeoutError, TransportClosed) as exc:
+            await transport.close()
+            last = f"no session.created ({exc or 'timeout'})"
+        except BaseException:
+            await transport.close()
+            raise
+    raise ResumeFailed(f"new session: gave up after {policy.attempts} try(s): {last}", 0)
 
 
 async def resume_attempts(
@@ -186,6 +278,9 @@ async def resume_attempts(
                 raise ResumeFailed(f"resume refused ({exc})", attempt, exc.code) from None
             last = f"resume refused ({exc})"
             continue
+        except _Resync as exc:
+            await transport.close()
+            raise ResyncRequired(exc.reason, attempt) from None
         except TimeoutError:
             await transport.close()
             last = f"no session.resumed within {policy.resume_timeout_s:g} s"

@@ -18,7 +18,12 @@ from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.plan import FramerConfig, PlannedAppend
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import ms_to_samples
+from duplex_client.protocol.response_events import ConnectionNewSession
 from duplex_client.protocol.server_events import InputAudioBufferCommitted, ServerEvent
+
+#: What re-anchors the grid: a commit the server made, or a new session after a journal gap
+#: (its units count from where its input starts).
+Regrid = InputAudioBufferCommitted | ConnectionNewSession
 
 
 class FollowingFramer(Protocol):
@@ -53,7 +58,7 @@ class ServerCommitFollower:
         self.clock = clock
         self._pending: deque[PlannedAppend] = deque()
         self._planning = False
-        self._deferred: list[tuple[InputAudioBufferCommitted, float]] = []
+        self._deferred: list[tuple[Regrid, float]] = []
 
     def expect(self, planned: Sequence[PlannedAppend]) -> None:
         """These appends are planned and about to be sent, in order."""
@@ -90,27 +95,43 @@ class ServerCommitFollower:
             self._follow(event, received_at)
 
     def __call__(self, event: ServerEvent, received_at: float) -> None:
-        """Follow `event` if it is a commit the server made."""
-        if not (
+        """Follow `event` if it is a commit the server made, or a replacement session."""
+        server_commit = (
             isinstance(event, InputAudioBufferCommitted)
             and event.client_event_id is None
             and event.audio_end_ms is not None
-        ):
+        )
+        if not (server_commit or isinstance(event, ConnectionNewSession)):
             return
+        assert isinstance(event, Regrid)
         if self._planning:  # the framer is not ours to touch until planning returns
             self._deferred.append((event, received_at))
             return
         self._follow(event, received_at)
 
-    def _follow(self, event: InputAudioBufferCommitted, received_at: float) -> None:
-        assert event.audio_end_ms is not None
+    def _follow(self, event: Regrid, received_at: float) -> None:
+        at_ms = (
+            event.audio_start_ms if isinstance(event, ConnectionNewSession) else event.audio_end_ms
+        )
+        assert at_ms is not None
         rate = self.framer.config.grid.sample_rate_hz
-        moved = self.framer.committed(ms_to_samples(event.audio_end_ms, rate))
+        moved = self.framer.committed(ms_to_samples(round(at_ms), rate))
         before = list(self._pending)
         self._pending = deque(self.framer.relabel(a) for a in before)
         moved -= sum(a.closes_unit for a in self._pending) - sum(a.closes_unit for a in before)
-        if self.timeline is not None:
-            offset = self.clock.offset_ms(received_at) if self.clock.started else None
-            self.timeline.add_server_commit(
-                audio_end_ms=event.audio_end_ms, received_offset_ms=offset, units_closed=moved
+        if self.timeline is None:
+            return
+        offset = self.clock.offset_ms(received_at) if self.clock.started else None
+        if isinstance(event, ConnectionNewSession):
+            self.timeline.add_new_session(
+                previous_session_id=event.previous_session_id,
+                session_id=event.session_id,
+                audio_start_ms=round(at_ms),
+                received_offset_ms=offset,
+                units_closed=moved,
+                lost_appends=event.lost_appends,
             )
+            return
+        self.timeline.add_server_commit(
+            audio_end_ms=round(at_ms), received_offset_ms=offset, units_closed=moved
+        )

@@ -16,11 +16,13 @@ from duplex_client.client.consumers import Consumers
 from duplex_client.client.consumers import EventListener as EventListener
 from duplex_client.client.deliveries import InputLedger
 from duplex_client.client.driver import Driver
+from duplex_client.client.image_items import ImageItems, data_url, image_item
 from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
 from duplex_client.client.queues import Subscription as Subscription
 from duplex_client.client.responses import ResponseHandle
 from duplex_client.client.resume import ReconnectListener, ReconnectPolicy, ReconnectReport
+from duplex_client.client.stream_end import StreamEnd, stream_end_of
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.tools import CallRecord, FunctionCall, ToolDesk
@@ -66,6 +68,9 @@ class DuplexClientBase:
     ) -> None:
         self.model = model
         self.config = config or SessionConfig()
+        self._images = ImageItems()
+        #: How the continuous stream ended (`end_stream`); None before that.
+        self.stream_end: StreamEnd | None = None
         self.handshake_timeout = handshake_timeout
         self.close_timeout = close_timeout
         self.reconnect_policy = ReconnectPolicy() if reconnect is True else (reconnect or None)
@@ -153,6 +158,17 @@ class DuplexClientBase:
     def reconnects(self) -> list[ReconnectReport]:
         """One report per reconnection, in order."""
         return self._driver.reconnects
+
+    @property
+    def session_ids(self) -> list[str]:
+        """Every session this client ran, in order: more than one after a journal gap (§6.1)."""
+        ids: list[str] = []
+        for report in self._driver.reconnects:
+            if report.outcome == "new_session" and report.new_session_id is not None:
+                if not ids and report.previous_session_id is not None:
+                    ids.append(report.previous_session_id)
+                ids.append(report.new_session_id)
+        return ids or ([self.session_id] if self.session_id is not None else [])
 
     @property
     def audio_end_ms(self) -> int:
@@ -288,6 +304,25 @@ class DuplexClientBase:
         await self._link.transmit(send)
         return send.event_id
 
+    async def send_image_item(self, image: bytes) -> str:
+        """Put a JPEG/PNG in the history as a user `input_image` item; returns its item id.
+
+        For turn-based models that take images as items (`supports_image_input`): the oldest
+        image items are deleted first so the history keeps within upstream's budget (8
+        images, 4 MiB of data URLs).
+        """
+        url = data_url(image)
+        # a new session (after a journal gap) holds none of the earlier session's items
+        self._images.in_session(self.session_id)
+        for old in self._images.make_room(len(url)):
+            await self._send(self.connection.send(ce.ConversationItemDelete(item_id=old)))
+        item_id = self._images.new_id()
+        await self._send(
+            self.connection.send(ce.ConversationItemCreate(item=image_item(item_id, url)))
+        )
+        self._images.added(item_id, len(url))
+        return item_id
+
     async def send_function_output(self, call_id: str, output: Any) -> str:
         """Answer a function call (`conversation.item.create` of a `function_call_output`)."""
         event = function_call_output(call_id, output_text(output))
@@ -332,7 +367,7 @@ class DuplexClientBase:
 
     @property
     def continuous_stream(self) -> bool:
-        """The server's `response_lifecycle` is `continuous_stream` (input ends by `end_stream`)."""
+        """`response_lifecycle: continuous_stream`: one response, drained by `end_stream`."""
         return self.capabilities.response_lifecycle == "continuous_stream"
 
     @property
@@ -340,16 +375,17 @@ class DuplexClientBase:
         """Whether turns end with a commit (False: `supports_client_commit: false`, or a stream)."""
         return self.capabilities.supports_client_commit and not self.continuous_stream
 
-    async def end_stream(self, timeout: float | None = None) -> se.StreamDrained:
-        """End a continuous stream: `session.end`, then wait for `stream_drained`.
+    async def end_stream(self, timeout: float | None = None) -> StreamEnd:
+        """End a continuous stream: `session.close`, then its drained response and the close.
 
-        The server decides the units already sent and finishes the response it is sending
-        first; an `error` echoing the request raises. The session stays open (`close()` next).
+        No `session.end` is sent (no server advertises it): the server pads the last partial
+        frame, answers every frame, ends the response `stream_drained` and closes; `timeout`
+        (default `close_timeout`) bounds the wait. Stream trailing silence first, so the
+        model can finish speaking. The session is closed afterwards.
         """
-        event_id = await self._send(self.connection.send(ce.SessionEnd()))
-        result = await self._outcome(event_id, timeout)
-        assert isinstance(result, se.StreamDrained)
-        return result
+        await self.close(timeout=timeout)
+        self.stream_end = stream_end_of(self.tracker.handles.values(), self.closed_reason)
+        return self.stream_end
 
     async def stream(self, source: Source = None, **options: Any) -> StreamResult:
         """Stream PCM/frames on the media clock (`client.streaming.stream` options).
@@ -404,10 +440,12 @@ class DuplexClientBase:
             await self._link.wait_ended()
         return self.closed_reason or "closed"
 
-    async def close(self, reason: str | None = None) -> None:
+    async def close(self, reason: str | None = None, *, timeout: float | None = None) -> None:
         """`session.close`, wait for `session.closed` (up to `close_timeout`), close the socket.
 
         While a resume is in progress the close waits for it (also up to `close_timeout`).
+        `timeout` replaces `close_timeout` for the wait for `session.closed` (a continuous
+        stream drains before it).
         """
         if self._link.transport is None:
             return  # never opened
@@ -421,7 +459,7 @@ class DuplexClientBase:
             except (DuplexSessionClosedError, TimeoutError):
                 pass
             try:
-                async with asyncio.timeout(self.close_timeout):
+                async with asyncio.timeout(self.close_timeout if timeout is None else timeout):
                     await self._link.wait_ended()
             except TimeoutError:
                 pass

@@ -85,6 +85,11 @@ class _Unlistenable(_Listenable, Protocol):
 
 
 @runtime_checkable
+class _TakesImages(Protocol):
+    async def send_image_item(self, image: bytes) -> str: ...
+
+
+@runtime_checkable
 class _Reconnecting(Protocol):
     def add_reconnect_listener(self, listener: ReconnectListener) -> None: ...
 
@@ -125,6 +130,10 @@ class TimelineReconnects:
             outcome=report.outcome or "failed",
             resent_appends=report.resent_appends,
         )
+        if report.outcome == "new_session":
+            row["previous_session_id"] = report.previous_session_id
+            row["new_session_id"] = report.new_session_id
+            row["lost_appends"] = report.unresolved
         earlier = self._rows.get(report.index)
         if earlier is not None:  # an update: keep one row per reconnection
             self.timeline.reconnects.pop()  # the row just added
@@ -193,10 +202,18 @@ def _split_source(
 
 
 async def append_planned(target: StreamTarget, append: PlannedAppend) -> str:
-    """Send one planned append as it is (PCM, frames and labels); returns its event id."""
+    """Send one planned append (PCM, frames and labels); returns its event id.
+
+    A session that takes images as items (a turn-based model with `supports_image_input`)
+    gets the append's base frame as an `input_image` item first, and the append without it.
+    """
+    frames = append.video_frames
+    if frames and isinstance(target, _TakesImages) and target.capabilities.supports_image_input:
+        await target.send_image_item(frames[0])
+        frames = ()
     return await target.append_input(
         append.pcm or None,
-        video_frames=append.video_frames,
+        video_frames=frames,
         is_speech=append.is_speech,
         media_start_ms=append.media_start_ms,
         media_end_ms=append.media_end_ms,
@@ -314,6 +331,14 @@ async def stream(
         describes = _prepare_timeline(
             timeline, target, clock, caps, config, grid, start, tail_ms, audio_info, sampler
         )
+    if (
+        describes
+        and timeline is not None
+        and timeline.video is not None
+        and caps.supports_image_input
+    ):
+        # the record says where the rows' frames went: items, each before its append
+        timeline.video = {**timeline.video, "frames_sent_as": "input_image_items"}
     clock.start(start.media_ms)
     follower = ServerCommitFollower(framer, timeline, clock)
     # Planning (decoding, resampling, JPEG encoding) runs in a worker thread, a few appends

@@ -99,6 +99,10 @@ def redact_url(url: str) -> str:
         return re.sub(r"(?<=://)[^/@]*@", "", url).split("?", 1)[0].split("#", 1)[0]
 
 
+class OpeningTimeout(DuplexConnectionError):
+    """The WebSocket did not open in time (no upgrade answer)."""
+
+
 class TransportClosed(Exception):
     """The transport's connection ended; `code`/`reason` are the close frame's, if any."""
 
@@ -124,6 +128,13 @@ class Transport(Protocol):
         ...
 
 
+#: How long a starting vLLM-Omni holds a new duplex connection before its upgrade, at most:
+#: `DUPLEX_WARMUP_CLIENT_WAIT_S` in `vllm_omni/entrypoints/duplex/warmup.py` (0.30.0).
+SERVER_WARMUP_HOLD_S = 180.0
+#: The client's default allowance for that hold, on top of its own opening timeout.
+DEFAULT_WARMUP_S = SERVER_WARMUP_HOLD_S + 5.0
+
+
 class WebSocketTransport:
     """`Transport` over a `websockets` client connection."""
 
@@ -133,6 +144,8 @@ class WebSocketTransport:
         self._conn = conn
         # Kept here: a function-level import costs about 3 µs on every send and receive.
         self._closed = ConnectionClosed
+        #: Seconds opening took: TCP, TLS and the upgrade (a warming-up server holds the last).
+        self.opening_s = 0.0
 
     @classmethod
     async def connect(
@@ -144,8 +157,16 @@ class WebSocketTransport:
         open_timeout: float = 10.0,
         max_size: int = CLIENT_MAX_FRAME_BYTES,
         proxy: bool = False,
+        warmup_s: float = 0.0,
     ) -> WebSocketTransport:
-        """Open the WebSocket; failures become `DuplexConnectionError` with a one-line message."""
+        """Open the WebSocket; failures become `DuplexConnectionError` with a one-line message.
+
+        `warmup_s`: how much longer than `open_timeout` opening may take, for a starting
+        vLLM-Omni that holds the upgrade until its warm-up is done (a refused connection
+        still fails at once).
+        """
+        import time
+
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidStatus, WebSocketException
 
@@ -154,11 +175,13 @@ class WebSocketTransport:
         if ssl is not None and ssl is not False:
             kwargs["ssl"] = ssl
         target = redact_url(url)
+        warmup_s = max(0.0, warmup_s)
+        started = time.monotonic()
         try:
             conn = await connect(
                 url,
                 additional_headers=headers,
-                open_timeout=open_timeout,
+                open_timeout=open_timeout + warmup_s,
                 max_size=max_size,
                 compression=None,
                 proxy=True if proxy else None,
@@ -174,7 +197,14 @@ class WebSocketTransport:
                 f"{_STATUS_HINTS.get(status, _status_hint(status))}"
             ) from None
         except TimeoutError:
-            raise DuplexConnectionError(
+            if warmup_s:
+                raise OpeningTimeout(
+                    f"{target}: no answer to the WebSocket upgrade within "
+                    f"{open_timeout + warmup_s:g} s, though GET /health answers: the server "
+                    "may still be warming up (vLLM-Omni holds new duplex connections until its "
+                    f"start-up warm-up is done, up to {SERVER_WARMUP_HOLD_S:g} s)"
+                ) from None
+            raise OpeningTimeout(
                 f"{target}: timed out opening the connection (no answer within {open_timeout:g} s)"
             ) from None
         except (OSError, WebSocketException) as exc:
@@ -187,7 +217,9 @@ class WebSocketTransport:
             raise DuplexConnectionError(
                 f"{target}: cannot connect: {_describe(exc, url)}"
             ) from None
-        return cls(conn)
+        transport = cls(conn)
+        transport.opening_s = time.monotonic() - started
+        return transport
 
     async def send(self, data: bytes) -> None:
         """Send bytes as one text frame."""

@@ -47,7 +47,7 @@ def _residuals(
 ) -> list[int]:
     """Appends after which a unit index was taken without a closing row (commits, server)."""
     residuals = _residual_commits(commits, rows)
-    for sc in doc.get("server_commits", []):
+    for sc in [*doc.get("server_commits", []), *doc.get("new_sessions", [])]:
         after = sc.get("after_append_index")
         if isinstance(after, int):
             residuals += [after] * int(sc.get("units_closed") or 0)

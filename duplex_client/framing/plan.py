@@ -64,7 +64,8 @@ class FramerConfig:
             vision_allowed=caps.allows(UnitKind.VISION),
             video_required=caps.video_required or not caps.allows(UnitKind.AUDIO),
             audio_allowed=caps.allows(UnitKind.AUDIO) or caps.allows(UnitKind.OMNI),
-            max_frames=caps.max_frames_per_append,
+            # a session taking images as items gets one per unit (no stacked composite)
+            max_frames=1 if caps.supports_image_input else caps.max_frames_per_append,
         )
 
     @property

@@ -98,6 +98,7 @@ class InputTimeline:
         self.commits: list[dict[str, Any]] = []
         self.reconnects: list[dict[str, Any]] = []
         self.server_commits: list[dict[str, Any]] = []
+        self.new_sessions: list[dict[str, Any]] = []
         self._rows: dict[str, dict[str, Any]] = {}
         self._listening: set[int] = set()
         self.digest = SentDigest()
@@ -262,6 +263,36 @@ class InputTimeline:
             "units_closed": units_closed,
         }
         self.server_commits.append(row)
+        return row
+
+    def add_new_session(
+        self,
+        *,
+        previous_session_id: str | None,
+        session_id: str | None,
+        audio_start_ms: int,
+        received_offset_ms: float | None,
+        units_closed: int,
+        lost_appends: int,
+    ) -> dict[str, Any]:
+        """Record a new session that replaced a lost one (a resume into a journal gap).
+
+        Kept as `new_sessions` (written only when there are some): the input from
+        `audio_start_ms` went to `session_id`, whose unit grid starts there; `lost_appends`
+        were sent to the lost session and may never have been processed.
+        """
+        row = {
+            "after_append_index": self.appends[-1]["index"] if self.appends else None,
+            "previous_session_id": previous_session_id,
+            "session_id": session_id,
+            "audio_start_ms": audio_start_ms,
+            "received_offset_ms": None
+            if received_offset_ms is None
+            else round(received_offset_ms, 3),
+            "units_closed": units_closed,
+            "lost_appends": lost_appends,
+        }
+        self.new_sessions.append(row)
         return row
 
     def add_resend(self, event_id: str, sent_offset_ms: float, attempt: int) -> bool:
@@ -460,6 +491,8 @@ class InputTimeline:
         }
         if self.server_commits:
             doc["server_commits"] = [dict(r) for r in self.server_commits]
+        if self.new_sessions:
+            doc["new_sessions"] = [dict(r) for r in self.new_sessions]
         return doc
 
     def render(self) -> str:

@@ -96,9 +96,17 @@ class Capabilities:
     supports_input_append: bool = True
     #: Whether the server holds more than one session at a time.
     supports_multi_session: bool = False
-    #: `model_turn` (responses end) or `continuous_stream` (Nemotron: `session.end`); None:
-    #: not stated.
+    #: `model_turn` (responses end) or `continuous_stream` (Nemotron: one response, drained at
+    #: `session.close`); None: not stated.
     response_lifecycle: str | None = None
+    #: vLLM-Omni 0.30.0's (`engine/duplex/config.py` `as_dict`): images go as
+    #: `conversation.item.create` `input_image` items, a `response.create` may answer text or
+    #: image items alone, turns are whole committed utterances, a new commit may start while
+    #: the previous answer still speaks.
+    supports_image_input: bool = False
+    supports_text_only_turn: bool = False
+    supports_turn_commit_only: bool = False
+    supports_concurrent_turn_requests: bool = False
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -137,8 +145,17 @@ class Capabilities:
             supports_input_append=_flag(data.get("supports_input_append"), True),
             supports_multi_session=_flag(data.get("supports_multi_session")),
             response_lifecycle=_text(data.get("response_lifecycle")),
+            supports_image_input=_flag(data.get("supports_image_input")),
+            supports_text_only_turn=_flag(data.get("supports_text_only_turn")),
+            supports_turn_commit_only=_flag(data.get("supports_turn_commit_only")),
+            supports_concurrent_turn_requests=_flag(data.get("supports_concurrent_turn_requests")),
             raw=dict(data),
         )
+
+    @property
+    def turn_based(self) -> bool:
+        """`implementation_level: turn_based_duplex` (or our older `chat_fallback`)."""
+        return self.implementation_level in ("turn_based_duplex", "chat_fallback")
 
     @property
     def supports_tools(self) -> bool:
@@ -184,6 +201,10 @@ class Capabilities:
             "target_barge_in_latency_ms": self.target_barge_in_latency_ms,
             "supports_input_append": self.supports_input_append,
             "supports_multi_session": self.supports_multi_session,
+            "supports_image_input": self.supports_image_input,
+            "supports_text_only_turn": self.supports_text_only_turn,
+            "supports_turn_commit_only": self.supports_turn_commit_only,
+            "supports_concurrent_turn_requests": self.supports_concurrent_turn_requests,
             **(
                 {"response_lifecycle": self.response_lifecycle}
                 if self.response_lifecycle is not None

@@ -92,6 +92,9 @@ class SessionEventAck(ClientEvent):
     """`session.event_ack`: the highest `server_event_seq` processed."""
 
     TYPE: ClassVar[str] = "session.event_ack"
+    #: A missing, non-integer or negative seq is `invalid_event_ack` (vLLM-Omni 0.30.0
+    #: `entrypoints/duplex/serving.py`), as is a seq never sent (the server's check).
+    CODE = ErrorCode.INVALID_EVENT_ACK
     server_event_seq: Annotated[int, Rule(ge=0)]
 
 

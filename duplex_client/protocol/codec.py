@@ -13,6 +13,10 @@ class CodecError(ValueError):
     """A wire frame could not be decoded."""
 
 
+class NotAnObjectError(CodecError):
+    """Valid JSON that is not an object (upstream answers it `bad_event`, not `invalid_json`)."""
+
+
 def dumps(event: dict[str, Any]) -> bytes:
     """Encode an event as compact UTF-8 JSON bytes (send them as a text frame)."""
     return orjson.dumps(event)
@@ -25,7 +29,7 @@ def loads(data: str | bytes | bytearray | memoryview) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise CodecError(f"invalid JSON: {exc}") from None
     if not isinstance(obj, dict):
-        raise CodecError(f"expected a JSON object, got {type(obj).__name__}")
+        raise NotAnObjectError(f"expected a JSON object, got {type(obj).__name__}")
     return obj
 
 

@@ -75,6 +75,10 @@ class ErrorCode:
     # upstream's session, update and output codes (protocol.md §7)
     SESSION_EXISTS: Final = "session_exists"
     UNKNOWN_SESSION: Final = "unknown_session"
+    INVALID_SESSION_CONFIG: Final = "invalid_session_config"
+    REALTIME_INPUT_FAILED: Final = "realtime_input_failed"
+    UNSUPPORTED_MODEL: Final = "unsupported_model"
+    INVALID_IMAGE: Final = "invalid_image"
     INVALID_SESSION_UPDATE: Final = "invalid_session_update"
     PERSONA_UPDATE_UNSUPPORTED: Final = "persona_update_unsupported"
     VOICE_UPDATE_UNSUPPORTED: Final = "voice_update_unsupported"
@@ -177,6 +181,25 @@ class DuplexProtocolError(DuplexClientError):
     def from_error(cls, info: ErrorInfo, raw: dict[str, Any]) -> DuplexProtocolError:
         """Build the exception for a received `error` event."""
         return cls(info.message or "server error", code=info.code, event_id=info.event_id, raw=raw)
+
+
+def handshake_refusal(
+    info: ErrorInfo, raw: dict[str, Any], model: str | None
+) -> DuplexProtocolError:
+    """The exception for an `error` answering the handshake, saying what it means.
+
+    `unsupported_model` (an older vllm-project/vllm-omni `entrypoints/duplex/openai.py`:
+    nested, `param: "model"`, close 1008) names the model asked for; `unsupported`, the flat
+    answer of vLLM-Omni 0.30.0 to a `?duplex=1` request on a deployment without a duplex
+    handler ("VAD realtime is not enabled"), says there is none.
+    """
+    message = info.message or "server error"
+    asked = repr(model) if model else "the server's default model"
+    if info.code == ErrorCode.UNSUPPORTED_MODEL:
+        message = f"the server does not serve {asked} for duplex sessions: {message}"
+    elif info.code == ErrorCode.UNSUPPORTED:
+        message = f"no duplex handler at this endpoint ({asked}): {message}"
+    return DuplexProtocolError(message, code=info.code, event_id=info.event_id, raw=raw)
 
 
 class DuplexSessionClosedError(DuplexClientError):

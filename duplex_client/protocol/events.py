@@ -60,6 +60,7 @@ _CLASSES: tuple[type[ServerEvent], ...] = (
     r.OverlapDecision,
     r.RateLimitsUpdated,
     r.ConnectionResumed,
+    r.ConnectionNewSession,
     d.TurnEvent,
     *TOOL_EVENT_CLASSES,
 )
@@ -73,7 +74,11 @@ SERVER_EVENT_TYPES: dict[str, type[ServerEvent]] = {
 # compilation (it delayed the first answer by 20–40 ms): servers encode server events and
 # decode client events strictly, clients the other way round and read server events
 # tolerantly.
-prepare([*SERVER_EVENT_TYPES.values(), r.UnknownEvent, d.HandshakeError], "body", "tolerant")
+prepare(
+    [*SERVER_EVENT_TYPES.values(), r.UnknownEvent, r.DuplexPassthrough, d.HandshakeError],
+    "body",
+    "tolerant",
+)
 prepare(CLIENT_EVENT_TYPES.values(), "body", "strict")
 prepare([*OBJECT_CLASSES, ErrorInfo], "body")
 prepare(REQUEST_CLASSES, "strict")
@@ -88,6 +93,8 @@ def parse_server_event(raw: dict[str, Any]) -> ServerEvent:
     etype = raw.get("type")
     cls = SERVER_EVENT_TYPES.get(etype) if isinstance(etype, str) else None
     if cls is None:
+        if isinstance(etype, str) and etype.startswith(r.DUPLEX_PREFIX):
+            return r.DuplexPassthrough.from_raw(raw)
         return r.UnknownEvent.from_raw(raw)
     return cls.from_raw(raw)
 

@@ -33,6 +33,12 @@ class ContentPart(Record):
     frames: Annotated[int | None, OMIT] = None
     #: Whether the turn held speech (`false`: a declared-silence commit); `speech` is read too.
     is_speech: Annotated[bool | None, Rule(aliases=("speech",), omit=True)] = None
+    #: On an assistant item's `output_audio` part: the response's audio, and how much of the
+    #: transcript it speaks by when (vLLM-Omni 0.30.0 `_response_item_content_part`).
+    audio_duration_ms: Annotated[int | None, OMIT] = None
+    audio_text_marks: Annotated[list[AudioTextMark] | None, OMIT] = None
+    #: On a user item's `input_image` part: the image as a JPEG or PNG data URL.
+    image_url: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -149,10 +155,14 @@ class ClosedInfo(Record):
 
 @dataclass(kw_only=True, slots=True)
 class AudioTextMark(Record):
-    """`audio_text_marks[]`: by `audio_end_ms` of output audio, `text_chars` of transcript."""
+    """`audio_text_marks[]`: by `audio_end_ms` of output audio, `text_chars` of transcript.
+
+    `audio_ms` is read as a synonym of `audio_end_ms`, as vLLM-Omni 0.30.0's readers take it
+    (`protocol/realtime/items.py`, `engine/duplex/realtime_events.py`).
+    """
 
     text_chars: int
-    audio_end_ms: int
+    audio_end_ms: Annotated[int, Rule(aliases=("audio_ms",))]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -170,6 +180,9 @@ class AudioDeltaInfo(Record):
     audio_duration_ms: int = 0
     audio_text_marks: list[AudioTextMark] = field(default_factory=list)
     playback: PlaybackTotals = field(default_factory=PlaybackTotals)
+    #: The serving runtime's own record of the chunk (vLLM-Omni 0.30.0 `vllm_omni`:
+    #: `runtime_impl`, `model_turn_id`, metrics), passed through to the delta's metadata.
+    vllm_omni: Annotated[dict[str, Any] | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -254,6 +267,9 @@ class AudioInputInfo(Record):
     format: AudioFormat
     sample_rate_hz: int
     turn_detection: dict[str, Any] | None = None
+    #: Echoed as the client sent them (vLLM-Omni 0.30.0 echoes the client's `audio` object).
+    noise_reduction: Annotated[dict[str, Any] | None, OMIT] = None
+    channels: Annotated[int | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -262,6 +278,7 @@ class AudioOutputInfo(Record):
 
     format: AudioFormat
     sample_rate_hz: int
+    voice: Annotated[str | None, OMIT] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -302,6 +319,8 @@ class SessionObject(Record):
     overlap_barge_in_ms: int = 1200
     overlap_silence_rms: float = 0.003
     input_audio_transcription: dict[str, Any] | None = None
+    #: Echoed when the client set it (here or as `audio.input.noise_reduction`), as upstream.
+    input_audio_noise_reduction: Annotated[dict[str, Any] | None, OMIT] = None
     playback_commit_policy: str
     instructions: str | None = None
     voice: str | None = None

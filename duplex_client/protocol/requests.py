@@ -34,7 +34,8 @@ G711_FORMATS: Final = ("g711_ulaw", "g711_alaw")
 G711_DEFAULT_RATE: Final = 8000
 BYTES_PER_SAMPLE: Final = {"pcm16": 2, "pcm_f32le": 4, "g711_ulaw": 1, "g711_alaw": 1}
 INPUT_RATES: Final = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
-OUTPUT_RATES: Final = (16000, 24000, 48000)
+#: 22050: Nemotron VoiceChat's output (vLLM-Omni 0.30.0 `clients/nemotron_voicechat.py`).
+OUTPUT_RATES: Final = (16000, 22050, 24000, 48000)
 OVERLAP_POLICIES: Final = ("listen_only", "barge_in_on_speech")
 PLAYBACK_POLICIES: Final = ("ack_only", "commit_all_on_done")
 WINDOW_MODES: Final = ("off", "basic", "context")
@@ -103,18 +104,32 @@ _INPUT_RATE = Rule(choices=INPUT_RATES, code=_UNSUPPORTED)
 _TURN_DETECTION = Rule(code=ErrorCode.UNSUPPORTED_TURN_DETECTION, param="turn_detection")
 
 
+#: Silero's lowest usable speech threshold (vLLM-Omni 0.30.0 `engine/duplex/vad.py`).
+SILERO_VAD_MIN_THRESHOLD: Final = 0.15
+
+
 @dataclass(kw_only=True, slots=True)
 class TurnDetection(Record):
-    """`turn_detection`: only `server_vad` with `interrupt_response: true` (other keys pass)."""
+    """`turn_detection`: `server_vad` as vLLM-Omni 0.30.0 checks it (`turn_detection.py`).
+
+    Unknown keys are refused (a misspelled knob would silently do nothing), the threshold is
+    above Silero's minimum and at most 1, the durations are non-negative, and
+    `interrupt_response: false` is refused (`turn_detection: null` is the model-owned lane).
+    """
 
     CODE = ErrorCode.UNSUPPORTED_TURN_DETECTION
+    EXTRA_CODE = ErrorCode.UNSUPPORTED_TURN_DETECTION
     NULL_IS_ABSENT = False
 
     type: Annotated[str, Rule(choices=("server_vad",))]
     interrupt_response: Annotated[bool, Rule(choices=(True,))] = True
+    create_response: Annotated[bool | None, OMIT] = None
     #: The server VAD's speech probability threshold and the silence that ends a turn.
-    threshold: Annotated[float | None, Rule(omit=True, ge=0, le=1)] = None
-    silence_duration_ms: Annotated[float | None, Rule(omit=True, gt=0)] = None
+    threshold: Annotated[float | None, Rule(omit=True, gt=SILERO_VAD_MIN_THRESHOLD, le=1)] = None
+    prefix_padding_ms: Annotated[float | None, Rule(omit=True, ge=0)] = None
+    silence_duration_ms: Annotated[float | None, Rule(omit=True, ge=0)] = None
+    #: Speech shorter than this is not a turn (upstream's default 96 ms).
+    min_speech_duration_ms: Annotated[float | None, Rule(omit=True, ge=0)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -124,6 +139,12 @@ class AudioInputRequest(Record):
     format: Annotated[Any | None, _FORMAT] = None
     sample_rate_hz: Annotated[int | None, _INPUT_RATE] = None
     turn_detection: Annotated[TurnDetection | None, _TURN_DETECTION] = None
+    #: Accepted and echoed, as vLLM-Omni 0.30.0 does (`engine/duplex/config.py` keeps it as
+    #: `realtime_input_audio_noise_reduction`); no engine here reduces noise.
+    noise_reduction: dict[str, Any] | None = None
+    #: Mono only: upstream echoes the key and reads every append as mono, so a stereo
+    #: declaration would be misread there; ours refuses it instead.
+    channels: Annotated[int | None, Rule(choices=(1,), code=_UNSUPPORTED)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -133,6 +154,8 @@ class AudioOutputRequest(Record):
     format: Annotated[Any | None, Rule(check=_output_format, code=_UNSUPPORTED)] = None
     sample_rate_hz: Annotated[int | None, Rule(choices=OUTPUT_RATES, code=_UNSUPPORTED)] = None
     speed: Annotated[float | None, Rule(gt=0)] = None
+    #: The voice, read where the top-level `voice` is absent (vLLM-Omni 0.30.0 `config.py`).
+    voice: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -160,6 +183,14 @@ class ExtraBody(Record):
     basic_window_low_tokens: Annotated[int, Rule(gt=0)] = 6000
     context_max_units: Annotated[int, Rule(gt=0)] = 24
     context_previous_max_tokens: Annotated[int, Rule(gt=0)] = 500
+    #: The session's overlap and playback settings, which vLLM-Omni 0.30.0 also takes here
+    #: (`engine/duplex/config.py` `from_event` / `apply_realtime_update`; these win over the
+    #: session's own fields). Upstream turns an unknown policy into the default; ours refuses it.
+    overlap_policy: Annotated[str | None, Rule(choices=OVERLAP_POLICIES, omit=True)] = None
+    overlap_short_ack_ms: Annotated[int | None, Rule(ge=0, omit=True)] = None
+    overlap_barge_in_ms: Annotated[int | None, Rule(ge=0, omit=True)] = None
+    overlap_silence_rms: Annotated[float | None, Rule(ge=0, le=1, omit=True)] = None
+    playback_commit_policy: Annotated[str | None, Rule(choices=PLAYBACK_POLICIES, omit=True)] = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -180,8 +211,13 @@ class SessionRequest(Record):
     overlap_barge_in_ms: Annotated[int | None, Rule(ge=0)] = None
     overlap_silence_rms: Annotated[float | None, Rule(ge=0, le=1)] = None
     input_audio_transcription: dict[str, Any] | None = None
+    #: The older place of `audio.input.noise_reduction` (an object; echoed without effect).
+    input_audio_noise_reduction: dict[str, Any] | None = None
     playback_commit_policy: Annotated[str | None, Rule(choices=PLAYBACK_POLICIES)] = None
     instructions: str | None = None
+    #: The user's opening turn, as text (vLLM-Omni 0.30.0 `DuplexSessionConfig`); the older
+    #: `extra_body.duplex_initial_user_text` wins when both are sent, as upstream's MiniCPM-o.
+    initial_user_text: str | None = None
     voice: str | None = None
     temperature: Annotated[float | None, Rule(ge=0, le=2)] = None
     max_response_output_tokens: Annotated[Any | None, Rule(check=_token_cap)] = None

@@ -208,6 +208,11 @@ class ResponseAudioDelta(ResponseEvent):
         return value if isinstance(value, int) and value.__class__ is not bool else None
 
     @property
+    def vllm_omni(self) -> dict[str, Any]:
+        """`metadata.vllm_omni`: the serving runtime's record of the chunk (empty: none)."""
+        return sub_dict(self.metadata, "vllm_omni")
+
+    @property
     def audio_text_marks(self) -> tuple[AudioTextMark, ...]:
         """`metadata.audio_text_marks`: how much transcript the audio so far speaks."""
         marks = self.metadata.get("audio_text_marks")
@@ -342,12 +347,56 @@ class ConnectionResumed(ServerEvent):
 
 
 @dataclass(kw_only=True, slots=True)
+class ConnectionNewSession(ServerEvent):
+    """`connection.new_session`: synthetic, client-side: a resume fell into a journal gap.
+
+    The server could no longer replay what this client missed
+    (`session.resync_required {reason: "journal_gap"}`), so the client opened a new session
+    (its `session.created` follows). Input the old session was sent but may not have
+    processed is lost (`lost_appends`); the new session's units start at `audio_start_ms` of
+    the client's input count.
+    """
+
+    TYPE: ClassVar[str] = "connection.new_session"
+    previous_session_id: str | None = None
+    session_id: str | None = None
+    reason: str = "journal_gap"
+    audio_start_ms: float = 0.0
+    lost_appends: int = 0
+    attempt: int = 0
+
+
+@dataclass(kw_only=True, slots=True)
 class UnknownEvent(ServerEvent):
     """Any event type this SDK does not know; `raw` keeps the whole object."""
 
 
+#: The prefix of vLLM-Omni's generic passthrough events (`duplex.<internal type>`).
+DUPLEX_PREFIX: Final = "duplex."
+
+
+@dataclass(kw_only=True, slots=True)
+class DuplexPassthrough(ServerEvent):
+    """`duplex.<type>`: a session-internal event with no Realtime name, passed on as it is.
+
+    vLLM-Omni 0.30.0 renders any internal event its projection has no type for this way
+    (`protocol/duplex/events.py` `DuplexRawEvent`: `{type: "duplex.<type>", event}`); the SDK
+    reads every such name (a named one, like `duplex.function_call.done`, has its own class).
+    """
+
+    event: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def internal_type(self) -> str:
+        """The session-internal type after `duplex.`."""
+        return self.type.removeprefix(DUPLEX_PREFIX)
+
+
 __all__ = [
+    "DUPLEX_PREFIX",
+    "ConnectionNewSession",
     "ConnectionResumed",
+    "DuplexPassthrough",
     "OutputAudioBufferCleared",
     "OverlapDecision",
     "PlaybackAcknowledged",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.playback import Heard, HeardOutput
+from duplex_client.analysis.spoken import split_all
 from duplex_client.analysis.turns import ResponseFacts
 from duplex_client.analysis.vllm_metrics import (
     Observed,
@@ -91,7 +92,9 @@ class RunListening:
         """Wait (at most `timeout_s`) until every queued answer was heard."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while self.playing() and self.client.is_open and loop.time() < deadline:
+        # a cleanly closed session (a drained continuous stream) is still heard to its end
+        heard_out = self.client.is_open or self.client.closed_reason == "client_close"
+        while self.playing() and heard_out and loop.time() < deadline:
             await asyncio.sleep(TICK_S)
         return not self.playing()
 
@@ -180,6 +183,9 @@ class RunListening:
     ) -> ListeningReport:
         """Write the heard files and measure the turns (heavy parts in a worker thread)."""
         segments, audio, spans = self.heard()
+        facts = self.facts(handles)
+        if self.client.continuous_stream:  # one response for the stream: its answers are turns
+            facts, segments, audio, spans = split_all(facts, segments, audio, spans, self.rate)
         unit_sent = unit_send_times(timeline)
         try:
             sent = await asyncio.to_thread(self.sent.read)
@@ -193,7 +199,7 @@ class RunListening:
                 segments=segments,
                 audio=audio,
                 spans=spans,
-                responses=self.facts(handles),
+                responses=facts,
                 timings=self.timings(handles, unit_sent),
                 events=self.events(),
                 unit_sent_ms=unit_sent,

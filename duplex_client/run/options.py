@@ -232,8 +232,14 @@ class RunOptions:
         return auto_preset(self.turn if self.turn in TURN_MODES else "model")
 
     def reconnect_policy(self) -> ReconnectPolicy | None:
-        """The client's reconnect policy (None with `reconnect=False`)."""
-        return ReconnectPolicy(attempts=self.reconnect_attempts) if self.reconnect else None
+        """The client's reconnect policy (None with `reconnect=False`).
+
+        A run that reconnects also replaces a session a journal gap lost with a new one
+        (protocol.md §6.1); the bundle names both sessions and where the gap is.
+        """
+        if not self.reconnect:
+            return None
+        return ReconnectPolicy(attempts=self.reconnect_attempts, new_session_on_resync=True)
 
     def session_config(self) -> SessionConfig:
         """The session config these options ask for (loads `ref_audio` and `tools`)."""

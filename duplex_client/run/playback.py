@@ -87,15 +87,14 @@ class PlaybackSync:
             if event.status == "cancelled":
                 self.fence(event.response_id, f"cancelled:{event.reason or 'unknown'}")
             else:
-                resampler = self._resamplers.pop(event.response_id, None)
-                tail = b""
-                if resampler is not None:
-                    tail = resampler.flush().astype("<i2", copy=False).tobytes()
-                if tail and event.response_id not in self._fenced_at:
-                    self.player.enqueue(event.response_id, tail)
-                self.player.end(event.response_id)
+                self._end(event.response_id)
         elif isinstance(event, r.OutputAudioBufferCleared) and event.response_id is not None:
             self.fence(event.response_id, event.type)
+        elif isinstance(event, r.ConnectionNewSession):
+            # A journal gap lost the session: its answers get no `response.done` any more;
+            # what arrived of them plays out (their handles end `incomplete`, `session_lost`).
+            for rid in self.client.tracker.lost & set(self._offsets):
+                self._end(rid)
         elif (
             isinstance(event, se.InputAudioBufferSpeechStarted)
             and self.client.config.interrupts_on_speech
@@ -106,6 +105,16 @@ class PlaybackSync:
         for rid in list(self._offsets):
             if rid in fenced and rid not in self._fenced_at:  # superseded, or a client cancel
                 self.fence(rid, "superseded" if self._superseded(rid) else "client_interrupt")
+
+    def _end(self, rid: str) -> None:
+        """No more audio for `rid`: the resampler's tail, then the end of its stream."""
+        resampler = self._resamplers.pop(rid, None)
+        tail = b""
+        if resampler is not None:
+            tail = resampler.flush().astype("<i2", copy=False).tobytes()
+        if tail and rid not in self._fenced_at:
+            self.player.enqueue(rid, tail)
+        self.player.end(rid)
 
     def _superseded(self, rid: str) -> bool:
         active = self.client.tracker.active

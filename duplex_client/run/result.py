@@ -94,6 +94,10 @@ class RunResult:
     exit_code: int
     error: str | None = None
     session_id: str | None = None
+    #: Every session of the run when a journal gap replaced one (empty: just `session_id`).
+    session_ids: list[str] = field(default_factory=list)
+    #: How a continuous stream ended: its drained response (None: not a continuous stream).
+    stream_end: dict[str, Any] | None = None
     model: str | None = None
     url: str | None = None
     bundle_dir: Path | None = None
@@ -211,6 +215,8 @@ class RunResult:
             "exit_code": self.exit_code,
             "error": self.error,
             "session_id": self.session_id,
+            **({"session_ids": self.session_ids} if len(self.session_ids) > 1 else {}),
+            **({"stream_end": self.stream_end} if self.stream_end is not None else {}),
             "model": self.model,
             "url": self.url,
             "bundle_dir": str(self.bundle_dir) if self.bundle_dir else None,
@@ -269,6 +275,9 @@ def record_session(
     """Fill what every run reports: ids, errors, decisions, counts, lateness and timeline."""
     result.duration_s = time.monotonic() - started
     result.session_id = client.session_id
+    result.session_ids = client.session_ids
+    if client.stream_end is not None:
+        result.stream_end = client.stream_end.to_dict()
     result.closed_reason = client.closed_reason
     result.server_errors = [
         {"code": e.error.code, "message": e.error.message, "event_id": e.error.event_id}

@@ -20,6 +20,7 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.bundle.payloads import PayloadKeeper
 from duplex_client.bundle.thumbnails import ThumbnailWriter
 from duplex_client.bundle.writer import RunBundle
+from duplex_client.client.resume import ReconnectReport
 from duplex_client.client.streaming import StreamResult
 from duplex_client.client.transport import check_url, redact_url
 from duplex_client.client.websocket import DuplexClient
@@ -186,6 +187,7 @@ class SessionRun:
             ack_policy="manual" if options.realtime else "received",
         )
         install_answers(self.client, prepared.tool_results)
+        self.client.add_reconnect_listener(self._reconnected)
         output = source.output(options, self.clock, config.output_sample_rate_hz)
         self.listening = RunListening(
             self.client, self.clock, bundle.dir, output, annotations=annotations
@@ -283,6 +285,9 @@ class SessionRun:
         client = self.client
         self.progress.phase = "connecting"
         await client.connect()
+        if client.warmup_held_s:
+            held = f"{client.warmup_held_s:g}"
+            self.progress.warn(f"the server held the connection {held} s first (warming up)")
         self.listening.start()
         self.timeline.set_session(session_id=client.session_id)
         self.bundle.write_session(client, url=client.url, input_facts=self.source.input_facts)
@@ -297,6 +302,11 @@ class SessionRun:
         self.progress.phase = "finishing"
         await self._finish_turn(self.stream_result)
         self.progress.phase = "closing"
+
+    def _reconnected(self, report: ReconnectReport) -> None:
+        """Say so when a journal gap replaced the session (the record is never seamless)."""
+        if report.outcome == "new_session":
+            self.progress.warn(report.describe())
 
     def _sent(self, append: PlannedAppend) -> None:
         """Every sent append: into the listener's record, the kept payloads, the thumbnails."""
@@ -321,14 +331,17 @@ class SessionRun:
         sent = sr.commit_sent_at
         self.commit_at = sent if sent is not None else time.monotonic()
         committed = await client.wait_committed(sr.commit_event_id, timeout=opts.timeout_s)
-        if opts.manual_commit:
+        # the manual lane (qwen3-turn, push-to-talk) asks for its answer; server VAD does not
+        config = client.config
+        manual = opts.manual_commit or not (config.auto_response or config.turn_detection)
+        if manual:
             await client.create_response()
         rate = client.input_pcm_format.sample_rate_hz
         grid = UnitGrid.from_capabilities(client.capabilities, sample_rate_hz=rate)
         samples = client.audio_samples
         residual = samples > grid.start_samples(grid.unit_at_sample(samples))
         active = client.tracker.active
-        due = residual or opts.manual_commit or committed.no_response or active is not None
+        due = residual or manual or committed.no_response or active is not None
         deadline = time.monotonic() + opts.timeout_s
         settled = await settle_turn(
             client,
@@ -343,11 +356,15 @@ class SessionRun:
             await self.listening.drain(max(0.0, deadline - time.monotonic()))
 
     async def _finish_stream(self) -> None:
-        """No commit ends the input: `session.end` for a continuous stream, then hear it out."""
+        """No commit ends the input: a continuous stream drains at its close; hear it out."""
         opts = self.options
         left = await finish_stream(
             self.client, self.activity, settle_s=opts.settle_s, timeout_s=opts.timeout_s
         )
+        end = self.client.stream_end
+        if end is not None and not end.drained:
+            said = f"{end.status} ({end.reason})" if end.status else "no response"
+            self.progress.warn(f"the continuous stream did not drain at session.close: {said}")
         if left is not None:
             await self.listening.drain(left)
 

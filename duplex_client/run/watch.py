@@ -135,14 +135,16 @@ async def finish_stream(
 ) -> float | None:
     """Finish input no commit ends; the seconds left to hear it out (None: the session ended).
 
-    A continuous stream (Nemotron-style) is ended with `session.end` and waits for
-    `stream_drained`; a commit-free model (PersonaPlex-style) is only waited for. Then the
+    A continuous stream (Nemotron-style) ends at `session.close`, which drains its one
+    response (`end_stream`; the input's trailing silence let the answer finish); then what
+    arrived is heard out. A commit-free model (PersonaPlex-style) is only waited for: the
     session settles as after a turn with nothing due.
     """
     since = clock()
     deadline = since + timeout_s
     if client.continuous_stream:
         await client.end_stream(timeout=timeout_s)
+        return max(0.0, deadline - clock())
     settled = await settle_turn(
         client,
         activity,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs
@@ -15,20 +16,30 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from duplex_client.protocol.codec import CodecError, loads
+from duplex_client.protocol.codec import CodecError, NotAnObjectError, loads
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import playback
 from duplex_client.server.attachment import Attachment, Runner
-from duplex_client.server.config import ServerConfig
+from duplex_client.server.config import WARMUP_HOLD_S, ServerConfig
 from duplex_client.server.emitter import Output, Send
-from duplex_client.server.errors import Reject, client_event_id, error_event
+from duplex_client.server.errors import Reject, error_event
 from duplex_client.server.registry import Registry
 from duplex_client.server.session import DuplexSession
 
 log = logging.getLogger("duplex_client.server")
 PATHS = ("/v1/realtime", "/v1/duplex")
 #: `duplex=` values that ask `/v1/realtime` for the turn-based handler (`/v1/duplex` ignores it).
-_OFF = ("0", "false", "off")
+_OFF = ("0", "false", "off", "no")
+_ON = ("1", "true", "on", "yes")
+
+
+def _flag(query: dict[str, list[str]], key: str) -> str:
+    return query.get(key, [""])[-1].strip().lower()
+
+
+def _default_open(model: str) -> dict[str, Any]:
+    """The session a handler opens by itself (upstream's default payload: the URL's model)."""
+    return {"type": "session.update", "session": {"model": model} if model else {}}
 
 
 class ReferenceServer:
@@ -44,6 +55,8 @@ class ReferenceServer:
         self._runners: dict[str, Runner] = {}
         self._server: Server | None = None
         self._port = config.port
+        #: When the warm-up ends (loop time), set at start; None: no warm-up.
+        self.warm_at: float | None = None
 
     # --- lifecycle ---
 
@@ -58,15 +71,24 @@ class ReferenceServer:
             max_size=max(2 * limit, limit + 1024 * 1024),
             max_queue=64,
             process_request=self._process_request,
+            # a warm-up holds the opening handshake: it must not time out meanwhile
+            open_timeout=10 + (WARMUP_HOLD_S if self.config.warmup_s > 0 else 0),
             ping_interval=20,
             ping_timeout=60,
             close_timeout=2,
         )
         self._port = self._server.sockets[0].getsockname()[1]
+        if self.config.warmup_s > 0:
+            self.warm_at = asyncio.get_running_loop().time() + self.config.warmup_s
         log.info("reference server listening on %s (profile %s)", self.url, self.config.profile)
 
     async def stop(self) -> None:
-        """Close every connection and stop serving."""
+        """End every session (`session.closed {reason: "shutdown"}`) and stop serving."""
+        for runner in list(self._runners.values()):
+            runner.deliver(runner.session.shut_down(runner.now()))
+            if runner.attachment is not None:  # let the notice out, briefly
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(runner.attachment.drain(), 1.0)
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -139,70 +161,120 @@ class ReferenceServer:
 
     # --- HTTP and WebSocket ---
 
-    def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
-        path = request.path.partition("?")[0]
+    async def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        path, _, query = request.path.partition("?")
         if path == "/health":
             return conn.respond(200, "ok\n")
-        if path not in PATHS:
+        served = self.config.served_model
+        if path not in PATHS and not (path == "/v1/models" and served is not None):
             return conn.respond(404, "not found\n")
         key = self.config.api_key
         if key is not None and not _authorized(request.headers, key):
             return conn.respond(401, "unauthorized\n")
+        if path == "/v1/models":
+            listing = {"object": "list", "data": [{"id": served, "object": "model"}]}
+            response = conn.respond(200, json.dumps(listing))
+            response.headers["Content-Type"] = "application/json"
+            return response
+        await self._hold_for_warmup(query)
         return None
 
+    async def _hold_for_warmup(self, query: str) -> None:
+        """Hold a new connection, before its upgrade, until the warm-up is over.
+
+        As vLLM-Omni 0.30.0's `_wait_for_duplex_warmup` (`entrypoints/openai/api_server.py`):
+        the warm-up's own connection (`vllm_omni_warmup=1`) passes, and no one waits more than
+        `WARMUP_HOLD_S`.
+        """
+        if self.warm_at is None or parse_qs(query).get("vllm_omni_warmup", [""])[-1] == "1":
+            return
+        wait = min(self.warm_at - asyncio.get_running_loop().time(), WARMUP_HOLD_S)
+        if wait > 0:
+            log.info("holding a connection %.1f s for the warm-up", wait)
+            await asyncio.sleep(wait)
+
     async def _handle(self, ws: ServerConnection) -> None:
+        try:
+            await self._serve(ws)
+        except Exception as exc:  # the handler itself failed, as upstream's catch-all answers
+            log.exception("duplex websocket session failed")
+            rej = Reject(ErrorCode.REALTIME_INPUT_FAILED, str(exc)[:200] or type(exc).__name__)
+            await _send_all(ws, self.registry.handshake_error(rej, None, close_code=1011))
+
+    async def _serve(self, ws: ServerConnection) -> None:
         target = ws.request.path if ws.request else ""
         query = parse_qs(target.partition("?")[2])
-        if target.partition("?")[0] == PATHS[0] and query.get("duplex", ["1"])[-1] in _OFF:
+        if target.partition("?")[0] == PATHS[0] and _flag(query, "duplex") in _OFF:
             await _send_all(ws, self.registry.refuse_turn_based())  # no turn-based handler
             return
-        resume_only = query.get("resume", ["0"])[-1] in ("1", "true", "on")
-        first_timeout = self.config.limits.first_message_timeout_s
-        try:
-            message = await asyncio.wait_for(ws.recv(), first_timeout)
-        except TimeoutError:
-            rej = Reject(ErrorCode.CONFIG_TIMEOUT, "no first message in time")
-            await _send_all(ws, self.registry.handshake_error(rej, None))
+        refused = self.registry.wrong_model(query.get("model", [""])[-1])
+        if refused is not None:  # as the `openai.py` dispatcher: before any message
+            await _send_all(ws, refused)
             return
-        except ConnectionClosed:
-            return
-        try:
-            event = self._decode(message)
-        except Reject as rej:
-            await _send_all(ws, self.registry.handshake_error(rej, None))
-            return
-        etype = event.get("type")
-        if self.config.faults.created_delay_ms:
-            # the delay ends early when the client goes away (or the server stops)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ws.wait_closed(), self.config.faults.created_delay_ms / 1000)
-            if ws.state is State.CLOSED:
-                return
-        now = asyncio.get_running_loop().time()
-        if etype == "session.update" and not resume_only:
-            session, outputs = self.registry.open(event, now)
+        model = query.get("model", [""])[-1]
+        # vLLM-Omni 0.30.0 `RealtimeEnvelope`: `resume=1` or `autostart=0` makes the handler
+        # wait for the client's first message; otherwise `?model=` opens a session at once
+        resume_only = _flag(query, "resume") in _ON or _flag(query, "autostart") in _OFF
+        pending: dict[str, Any] | None = None
+        if model and not resume_only:
+            now = asyncio.get_running_loop().time()
+            session, outputs = self.registry.open(_default_open(model), now)
             replaced = None
-        elif etype == "session.resume":
-            result = self.registry.resume(event, now)
-            session, outputs, replaced = result.session, result.outputs, result.replaced_generation
         else:
-            wrong = Reject(
-                ErrorCode.BAD_EVENT,
-                "the first message must be session.update or session.resume",
-                "type",
-            )
-            outputs = self.registry.handshake_error(wrong, client_event_id(event))
-            session = None
+            first = await self._first_message(ws)
+            if first is None:
+                return
+            event, now = first
+            etype = event.get("type")
+            if etype == "session.resume":
+                result = self.registry.resume(event, now)
+                session, outputs = result.session, result.outputs
+                replaced = result.replaced_generation
+            elif etype == "session.update":
+                session, outputs = self.registry.open(event, now)
+                replaced = None
+            else:  # any other first message opens the default session and then runs
+                session, outputs = self.registry.open(_default_open(model), now)
+                replaced, pending = None, event
         if session is None:
             await _send_all(ws, outputs)
             return
         runner = self._runners.get(session.session_id)
         if runner is None:
             runner = self._runners[session.session_id] = Runner(session, self._runner_finished)
-        await self._attach(ws, runner, outputs, replaced)
+        await self._attach(ws, runner, outputs, replaced, pending)
+
+    async def _first_message(self, ws: ServerConnection) -> tuple[dict[str, Any], float] | None:
+        """The client's first event and when it came; None after a handshake error (sent)."""
+        first_timeout = self.config.limits.first_message_timeout_s
+        try:
+            message = await asyncio.wait_for(ws.recv(), first_timeout)
+        except TimeoutError:
+            rej = Reject(ErrorCode.CONFIG_TIMEOUT, "no first message in time")
+            await _send_all(ws, self.registry.handshake_error(rej, None))
+            return None
+        except ConnectionClosed:
+            return None
+        try:
+            event = self._decode(message)
+        except Reject as rej:
+            await _send_all(ws, self.registry.handshake_error(rej, None))
+            return None
+        if self.config.faults.created_delay_ms:
+            # the delay ends early when the client goes away (or the server stops)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ws.wait_closed(), self.config.faults.created_delay_ms / 1000)
+            if ws.state is State.CLOSED:
+                return None
+        return event, asyncio.get_running_loop().time()
 
     async def _attach(
-        self, ws: ServerConnection, runner: Runner, outputs: list[Output], replaced: int | None
+        self,
+        ws: ServerConnection,
+        runner: Runner,
+        outputs: list[Output],
+        replaced: int | None,
+        pending: dict[str, Any] | None = None,
     ) -> None:
         session = runner.session
         old = runner.attachment
@@ -213,6 +285,8 @@ class ReferenceServer:
             old.push(session.replaced_outputs(replaced), reserve=True)
             log.info("session %s: attachment %d replaced", session.session_id, replaced)
         runner.deliver(outputs)
+        if pending is not None:  # the first message that opened a default session
+            runner.handle(pending)
         try:
             await self._read(ws, att, runner)
         finally:
@@ -267,6 +341,8 @@ class ReferenceServer:
             )
         try:
             return loads(message)
+        except NotAnObjectError:
+            raise Reject(ErrorCode.BAD_EVENT, "a realtime event must be a JSON object") from None
         except CodecError as exc:
             raise Reject(ErrorCode.INVALID_JSON, str(exc)[:200], None) from None
 

@@ -12,6 +12,7 @@ from duplex_client.server.engine.script import Script, ScriptedEngine
 from duplex_client.server.faults import Faults
 from duplex_client.server.limits import Limits
 from duplex_client.server.profiles import Profile, ProfileUnavailableError, get_profile
+from duplex_client.server.profiles.base import TURN_BASED
 from duplex_client.server.validation import ServerConfigError, check_int
 
 EventNames = Literal["ga", "beta"]
@@ -22,6 +23,10 @@ SPEECH_MODULES = ("onnxruntime", "pocketsphinx", "espeakng_loader")
 MAX_UNIT_MS = 60_000
 #: Longest gap between paced speech chunks, and longest injected delay (ms).
 MAX_DELAY_MS = 600_000
+#: The longest a connection is held for the warm-up: vLLM-Omni 0.30.0's
+#: `DUPLEX_WARMUP_CLIENT_WAIT_S` (`entrypoints/duplex/warmup.py`), after which it admits the
+#: client anyway.
+WARMUP_HOLD_S = 180.0
 #: Codes a server may use for an illegal unit kind (protocol.md §3.2, step 6).
 ILLEGAL_UNIT_CODES = ("bad_event", "invalid_video_frames", "invalid_input_modality")
 
@@ -52,7 +57,8 @@ class ServerConfig:
     #: Emulate a model that calls functions (`supports_tools`) on any profile.
     tools: bool = False
     api_key: str | None = field(default=None, repr=False)
-    event_names: EventNames = "ga"
+    #: None: the profile's (its family's) generation, GA for all but Nemotron (beta).
+    event_names: EventNames | None = None
     #: None: `scripted` when a script is given, else `default_engine()`.
     engine: EngineName | None = None
     script: Script | None = None
@@ -64,13 +70,21 @@ class ServerConfig:
     faults: Faults = field(default_factory=Faults)
     limits: Limits = field(default_factory=Limits)
     resumable: bool = True
+    #: The one model this server serves (None: any name is taken). A duplex request naming
+    #: another one (`?model=`, or the session's `model`) is refused with `unsupported_model`
+    #: (nested, `param: "model"`, close 1008), and `GET /v1/models` lists it.
+    served_model: str | None = None
+    #: Seconds of start-up warm-up: until they pass, new duplex connections are held before
+    #: the WebSocket upgrade (at most `WARMUP_HOLD_S`; `?vllm_omni_warmup=1` passes), as
+    #: vLLM-Omni holds them until its warm-up session is done. 0: no warm-up.
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         """Check every option: `ServerConfigError` (a `ValueError`) names the first bad one."""
         if not isinstance(self.host, str) or not self.host.strip() or " " in self.host.strip():
             raise ServerConfigError("host", f"must be a host name or address, got {self.host!r}")
         check_int("port", self.port, 0, 65535)
-        if self.event_names not in ("ga", "beta"):
+        if self.event_names not in (None, "ga", "beta"):
             raise ServerConfigError(
                 "event_names", f"must be 'ga' or 'beta', got {self.event_names!r}"
             )
@@ -82,6 +96,9 @@ class ServerConfig:
                 f"must be one of {', '.join(ILLEGAL_UNIT_CODES)}, got {self.illegal_unit_code!r}",
             )
         check_int("speech_chunk_interval_ms", self.speech_chunk_interval_ms, 0, MAX_DELAY_MS, "ms")
+        warmup = self.warmup_s
+        if isinstance(warmup, bool) or not isinstance(warmup, int | float) or warmup < 0:
+            raise ServerConfigError("warmup_s", f"must be seconds >= 0, got {warmup!r}")
         if not isinstance(self.limits, Limits):
             raise ServerConfigError("limits", "must be a Limits")
         _check_faults(self.faults)
@@ -106,6 +123,12 @@ class ServerConfig:
         if profile.first_unit_ms <= 0 or profile.chunk_period_ms <= 0:  # a custom profile
             raise ServerConfigError("profile", "unit lengths must be positive")
 
+    @property
+    def beta_names(self) -> bool:
+        """Whether the server sends beta event names (as asked, else as the profile's family)."""
+        names = self.event_names or self.resolve_profile().event_names
+        return names == "beta"
+
     def resolve_profile(self) -> Profile:
         """The `Profile` these options select."""
         profile = get_profile(
@@ -124,7 +147,7 @@ class ServerConfig:
             return ScriptedEngine(self.script)
         from duplex_client.server.engine.speech import SpeechEngine
 
-        turns = self.resolve_profile().implementation_level == "chat_fallback"
+        turns = self.resolve_profile().implementation_level == TURN_BASED
         worker = None
         if self.asr_worker:
             from duplex_client.server.engine.asr_worker import shared_worker

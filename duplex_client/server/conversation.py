@@ -10,7 +10,6 @@ from duplex_client.protocol import response_events as r
 from duplex_client.protocol.codec import b64encode
 from duplex_client.protocol.objects import (
     ContentPart,
-    Item,
     ListeningObject,
     ResponseObject,
     StatusDetails,
@@ -21,10 +20,11 @@ from duplex_client.protocol.server_events import (
     ConversationItemDone,
     ServerEvent,
 )
-from duplex_client.server import ids, response_meta
+from duplex_client.server import ids, output_parts, response_meta
 from duplex_client.server.assembler import Unit
 from duplex_client.server.emitter import Emitter
 from duplex_client.server.engine.base import AudioChunk, Engine, Listen, Speak, TurnView
+from duplex_client.server.output_parts import TEXT_PART
 from duplex_client.server.response_state import ResponseState
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.tool_ledger import ToolLedger
@@ -212,14 +212,16 @@ class Conversation:
         )
         if "audio" in modalities:
             state.chunks = self.host.engine.render(text, settings.output_rate, decision.audio_ms)
+            if decision.shown and "text" in modalities:
+                state.shown = decision.shown
         else:
             state.chunks = [AudioChunk(pcm=b"", text=text)]
-        item = self._assistant_item(state, "in_progress")
+        item = output_parts.assistant_item(state, "in_progress")
         self.emit_item_added(item, self.last_item_id(), now)
         self.add_item(item)
         iid = state.item_id
         self._emit(r.ResponseOutputItemAdded(response_id=rid, item_id=iid, item=item), now)
-        part = ContentPart(type="audio" if "audio" in modalities else "text", transcript="")
+        part = ContentPart(type="audio", transcript="") if "audio" in modalities else TEXT_PART
         self._emit(
             r.ResponseContentPartAdded(response_id=rid, item_id=iid, part=part.to_dict()), now
         )
@@ -296,6 +298,7 @@ class Conversation:
         rate = self.host.settings.output_rate
         state.audio_ms += len(chunk.pcm) * 1000 // (2 * rate)
         state.transcript += chunk.text
+        state.marks.append((len(state.transcript), state.audio_ms))
         meta = response_meta.delta(state, self.host.session_id, end_of_turn=last)
         delta = r.ResponseAudioDelta(
             response_id=rid,
@@ -313,6 +316,8 @@ class Conversation:
             )
             self._emit(transcript, now)
         state.mark_output(now, text=text and bool(chunk.text), audio=bool(chunk.pcm))
+        if state.shown and state.next_chunk == 0:
+            output_parts.shown_added(state, self.host.emitter, now)
 
     def cancel(self, reason: str, now: float) -> ResponseState | None:
         """End the active response as cancelled (no more deltas for it)."""
@@ -339,13 +344,16 @@ class Conversation:
                 self._emit(done, now)
             if text and "audio" not in state.modalities:
                 self._emit(r.ResponseTextDone(response_id=rid, item_id=iid, text=text), now)
-            part = ContentPart(
-                type="audio" if "audio" in state.modalities else "text", transcript=text
-            )
+            if "audio" in state.modalities:
+                part = ContentPart(type="audio", transcript=text)
+            else:
+                part = ContentPart(type="text", text=text)
             self._emit(
                 r.ResponseContentPartDone(response_id=rid, item_id=iid, part=part.to_dict()), now
             )
-            item = self._assistant_item(state, _ITEM_STATUS.get(status, "incomplete"))
+            if state.shown and state.next_chunk > 0:
+                output_parts.shown_done(state, self.host.emitter, now)
+            item = output_parts.assistant_item(state, _ITEM_STATUS.get(status, "incomplete"))
             self.items[state.item_id] = item
             self._emit(r.ResponseOutputItemDone(response_id=rid, item_id=iid, item=item), now)
             self._emit(self.item_done(item), now)
@@ -355,6 +363,8 @@ class Conversation:
         response = self._response_obj(
             state, status, output, response_meta.done(state, self.host.session_id)
         )
+        if reason is None and status == "completed" and state.chunks:
+            reason = "stop"  # a finished model turn (vLLM-Omni 0.30.0: `finish_reason` or stop)
         if reason is not None:
             response.status_details = StatusDetails(type=status, reason=reason)
         if self.host.settings.extra_body.get("return_stage_metrics"):
@@ -374,11 +384,6 @@ class Conversation:
             modalities=list(state.modalities),
             metadata=meta,
         )
-
-    def _assistant_item(self, state: ResponseState, status: str) -> dict[str, Any]:
-        kind = "output_audio" if "audio" in state.modalities else "output_text"
-        content = [ContentPart(type=kind, transcript=state.transcript)]
-        return Item(id=state.item_id, role="assistant", status=status, content=content).to_dict()
 
     def _remember(self, state: ResponseState) -> None:
         self.responses[state.response_id] = state

@@ -36,6 +36,15 @@ def _exec_unit(s: SessionPort, work: Work, now: float) -> None:
         return
     if isinstance(decision, Fail):
         s.reject(Reject(decision.code, decision.message), None, now)
+    elif s.stream.enabled:  # one packet per frame of the one continuous response
+        speech = decision if isinstance(decision, Speak) else None
+        if isinstance(decision, CallTool):
+            if tools.callable_here(s, decision):
+                meta: dict[str, object] = {"trigger": "unit", "turn_ids": [], **unit.metadata()}
+                tools.call(s, decision, meta, now)
+            elif isinstance(decision.fallback, Speak):
+                speech = decision.fallback
+        s.stream.frame(s, speech, unit, now)
     elif isinstance(decision, Listen):
         if s.engine.unit_listen_events:
             s.conversation.listen(decision.reason, unit, now)

@@ -19,7 +19,7 @@ from duplex_client.protocol.server_events import (
     InputAudioBufferCleared,
     SessionHeartbeatAck,
 )
-from duplex_client.server import ids, intake, playback, tools, turn_signals, turns
+from duplex_client.server import ids, images, intake, playback, tools, turn_signals, turns
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.ports import SessionPort
 from duplex_client.server.settings import apply_update
@@ -57,17 +57,29 @@ def on_event_ack(s: SessionPort, event: ce.SessionEventAck, now: float) -> None:
 
 
 def on_session_end(s: SessionPort, event: ce.SessionEnd, now: float) -> None:
-    """`session.end`: end the input stream; `stream_drained` follows when output is out."""
-    s.drain.end(s, event)
+    """`session.end` is no upstream event: a continuous stream ends at `session.close` (§9.2)."""
+    raise Reject(
+        ErrorCode.UNKNOWN_EVENT,
+        "unknown event session.end: a continuous stream ends with session.close, "
+        "which drains its response",
+        "type",
+    )
 
 
 def on_close(s: SessionPort, event: ce.SessionClose, now: float) -> None:
     """`session.close {reason?}`: cancel any response, `session.closed` last, close 1000.
 
     `session.closed` carries the client's reason (default `client_close`), as upstream's does.
+    A continuous stream drains first: the partial frame padded, every frame decided and its
+    packet sent, the response `stream_drained` (`server.continuous`).
     """
-    s.conversation.cancel("session_closed", now)
-    s.finish(event.reason or "client_close", now)
+    reason = event.reason or "client_close"
+    if s.stream.enabled:
+        intake.pad_partial(s, now)
+        s.stream.close(reason)
+        return
+    s.conversation.cancel(reason, now)  # upstream's close cancels with its own reason
+    s.finish(reason, now)
 
 
 def on_resume(s: SessionPort, event: ce.SessionResume, now: float) -> None:
@@ -113,7 +125,7 @@ def on_output_clear(s: SessionPort, event: ce.OutputAudioBufferClear, now: float
     rid = event.response_id
     active = s.conversation.active
     if active is not None and rid in (None, active.response_id):
-        s.interrupt("client_cancelled", now)
+        s.interrupt("output_audio_buffer_clear", now)  # vLLM-Omni 0.30.0 runner `_on_cancel`
         return
     s.emit(OutputAudioBufferCleared(response_id=rid), now)
 
@@ -170,6 +182,7 @@ def on_item_create(s: SessionPort, event: ce.ConversationItemCreate, now: float)
     if tools.is_function_output(event.item):
         tools.on_function_output(s, event.item, now)
         return
+    images.check_images(s, event.item)
     item = {"object": "realtime.item", "status": "completed", **event.item}
     if not isinstance(item.get("id"), str) or s.conversation.has_item(item["id"]):
         item["id"] = ids.item_id()

@@ -140,6 +140,13 @@ class InputBuffer:
         if self.vad is not None:
             self.vad.configure(new)
 
+    def padding_bytes(self) -> int:
+        """Zero PCM bytes that would complete the open, partly filled unit (0: none open)."""
+        a = self._assembler
+        if not a.partial_bytes:
+            return 0
+        return a.unit_samples(a.next_audio_unit) * a.bps - a.partial_bytes
+
     def add_audio(self, pcm: bytes, speech: bool, frames: FramePack | None) -> list[Unit]:
         """Buffer one append's PCM (and frames); the units it closed."""
         self._audio_started = True

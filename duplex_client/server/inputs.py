@@ -101,6 +101,15 @@ def _frames(raw: tuple[str, ...], caps: Capabilities) -> tuple[FramePack | None,
     if not raw:
         return None, ()
     param = "video_frames"
+    if caps.supports_image_input:
+        # a turn-based model takes images as items; vLLM-Omni 0.30.0's Qwen3-Omni buffer
+        # refuses the append (`qwen3_omni/duplex/input.py`), which its runner sends as bad_event
+        raise Reject(
+            ErrorCode.BAD_EVENT,
+            "this model does not take video_frames on an audio append; send images as "
+            "conversation.item.create items with input_image content",
+            param,
+        )
     if len(raw) > caps.max_frames_per_append:
         raise Reject(
             ErrorCode.INVALID_VIDEO_FRAMES,

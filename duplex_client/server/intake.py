@@ -14,10 +14,11 @@ from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.inputs import parse_append
 from duplex_client.server.overlap_events import AppendOverlap
 from duplex_client.server.ports import SessionPort
+from duplex_client.server.profiles.base import TURN_BASED
 from duplex_client.server.vad_turns import VadTurns
 
-#: The profiles' chat lane: turns come from commits (and the server VAD's), not the model.
-CHAT_LANE = "chat_fallback"
+#: The profiles' turn-based lane: turns come from commits (and the server VAD's), not the model.
+CHAT_LANE = TURN_BASED
 
 
 def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
@@ -25,6 +26,7 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
     cid = event_ref(event)
     if s.ledger.is_repeat(cid):
         return
+    _check_model_rate(s)
     parsed = parse_append(event, s.settings, s.caps, s.profile.illegal_unit_code)
     inputs = s.inputs
     if not inputs.fits(parsed.charge):
@@ -53,6 +55,31 @@ def append(s: SessionPort, event: InputAudioBufferAppend, now: float) -> None:
     turns.submit_all(s, to_model, now, decide=True)
     if vad is not None and (server_vad or s.profile.implementation_level == CHAT_LANE):
         _run_vad(s, vad, parsed.pcm, now, overlap)
+
+
+def _check_model_rate(s: SessionPort) -> None:
+    """A model that takes float input at one rate only refuses the append as its buffer does."""
+    want = s.profile.float_input_rate_hz
+    settings = s.settings
+    if want is not None and settings.input_format == "pcm_f32le" and settings.input_rate != want:
+        raise Reject(
+            ErrorCode.BAD_EVENT,
+            f"this model requires pcm_f32le input at {want} Hz (pcm16 at any rate is resampled)",
+            "sample_rate_hz",
+        )
+
+
+def pad_partial(s: SessionPort, now: float) -> None:
+    """Complete a partly filled unit with silence and send it to the model.
+
+    A continuous stream's close does so, as Nemotron's `flush` pads the tail to one frame
+    (vLLM-Omni 0.30.0 `model_executor/models/nemotron_voicechat/duplex/input.py`).
+    """
+    pad = s.inputs.padding_bytes()
+    if pad:
+        units = s.inputs.add_audio(bytes(pad), False, None)
+        to_model = s.inputs.accept(units, hold=not s.settings.auto_response)
+        turns.submit_all(s, to_model, now, decide=True)
 
 
 def _run_vad(s: SessionPort, vad: VadTurns, pcm: bytes, now: float, overlap: AppendOverlap) -> None:
@@ -91,7 +118,11 @@ def _server_commit(s: SessionPort, vad: VadTurns, now: float) -> None:
     if not turns.has_input(s):
         vad.speech_ended()
         return
+    td = s.settings.turn_detection or {}
+    # `create_response: false` commits without answering (vLLM-Omni 0.30.0 `runner.py`
+    # `_maybe_schedule_vad_commit`: `Commit(create_response=vad_result.create_response)`)
+    asks = td.get("create_response") is not False
     try:
-        turns.commit(s, InputAudioBufferCommit(event_id=""), now)
+        turns.commit(s, InputAudioBufferCommit(event_id="", response_create=asks), now)
     except Reject as rej:
         s.reject(rej, None, now)

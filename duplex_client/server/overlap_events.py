@@ -13,6 +13,7 @@ from duplex_client.protocol.server_events import InputAudioBufferSpeechStarted
 from duplex_client.server.inputs import ParsedAppend
 from duplex_client.server.overlap import BARGE_IN, OverlapInput, OverlapPolicy, OverlapTuning
 from duplex_client.server.ports import SessionPort
+from duplex_client.server.profiles.base import TURN_BASED
 
 
 def effective_policy(s: SessionPort) -> str:
@@ -25,7 +26,7 @@ def effective_policy(s: SessionPort) -> str:
 
 def auto_responds(s: SessionPort) -> bool:
     """Whether the model hears every unit and answers by itself (the model-native auto lane)."""
-    return s.settings.auto_response and s.profile.implementation_level != "chat_fallback"
+    return s.settings.auto_response and s.profile.implementation_level != TURN_BASED
 
 
 class AppendOverlap:

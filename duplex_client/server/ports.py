@@ -6,8 +6,8 @@ from typing import Protocol
 
 from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.server_events import ServerEvent
+from duplex_client.server.continuous import ContinuousStream
 from duplex_client.server.conversation import Conversation
-from duplex_client.server.drain import StreamDrain
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject
 from duplex_client.server.faults import Faults
@@ -90,8 +90,8 @@ class SessionPort(Protocol):
         """The turn state `turn.event` reports."""
 
     @property
-    def drain(self) -> StreamDrain:
-        """The end of a continuous stream."""
+    def stream(self) -> ContinuousStream:
+        """A continuous stream's one response and its drain at `session.close`."""
 
     def emit(self, event: ServerEvent, now: float) -> None:
         """Send a server event."""

@@ -13,16 +13,30 @@ from duplex_client.protocol.client_events import SessionResume, SessionUpdate
 from duplex_client.protocol.duplex_events import HandshakeError
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.fields import SchemaError
+from duplex_client.protocol.server_events import SessionResyncRequired
 from duplex_client.server import ids
 from duplex_client.server.config import ServerConfig
 from duplex_client.server.emitter import CloseSocket, Emitter, Output
 from duplex_client.server.engine.base import Engine
-from duplex_client.server.errors import Reject, client_event_id
+from duplex_client.server.errors import Reject, client_event_id, error_event
 from duplex_client.server.session import DuplexSession
 from duplex_client.server.settings import apply_update, initial_settings
 
 log = logging.getLogger("duplex_client.server")
 _KEEP_CLOSED = 16
+#: Refusals of the session object itself: vLLM-Omni 0.30.0 checks it in its handler
+#: (`DuplexSessionConfig.from_realtime` raises a `ValueError`), which answers any such failure
+#: at open with `invalid_session_config`; a model plugin's refusals (a reference voice, a
+#: runtime key) and the capacity check keep their own codes.
+_SESSION_OBJECT_CODES = frozenset(
+    {
+        ErrorCode.BAD_EVENT,
+        ErrorCode.UNSUPPORTED_AUDIO_FORMAT,
+        ErrorCode.UNSUPPORTED_TURN_DETECTION,
+        ErrorCode.INVALID_SESSION_UPDATE,
+        ErrorCode.INVALID_TOOLS,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +59,19 @@ class Registry:
         self.engine_factory = engine_factory or config.make_engine
         self.sessions: dict[str, DuplexSession] = {}
         self.closed: OrderedDict[str, DuplexSession] = OrderedDict()
-        self._handshake = Emitter(beta_names=config.event_names == "beta", journal=None)
+        self._handshake = Emitter(beta_names=config.beta_names, journal=None)
         #: Where new session ids come from (tests force a collision through it).
         self.new_session_id: Callable[[], str] = ids.session_id
 
-    def handshake_error(self, rej: Reject, cid: str | None, close_code: int = 1008) -> list[Output]:
-        """A handshake-fatal error (scope H): the flat error event, then a close.
+    def handshake_error(self, rej: Reject, cid: str | None, close_code: int = 1000) -> list[Output]:
+        """A handshake-fatal error (scope H): the nested error event, then a close.
 
-        Before a session exists upstream sends the flat shape `{type, error, code}`; ours adds
-        `param`. It cannot echo the client's `event_id` (`cid`).
+        vLLM-Omni 0.30.0's handler renders every handshake and resume refusal through its typed
+        error event (`entrypoints/duplex/serving.py` `envelope.error_payload`), nested like any
+        other error, then returns, which closes the socket normally (1000). It echoes no client
+        `event_id` (`cid`); `param` names the field at fault where there is one.
         """
-        event = HandshakeError(error=rej.message, code=rej.code, param=rej.param)
+        event = error_event(rej.code, rej.message, param=rej.param)
         return [self._handshake.build(event), CloseSocket(close_code, rej.code)]
 
     def refuse_turn_based(self) -> list[Output]:
@@ -63,16 +79,31 @@ class Registry:
         event = HandshakeError(error="Realtime API is not available", code=ErrorCode.UNSUPPORTED)
         return [self._handshake.build(event), CloseSocket(1000, "")]
 
+    def wrong_model(self, model: str | None) -> list[Output] | None:
+        """The refusal of a request naming a model this server does not serve (None: fine)."""
+        served = self.config.served_model
+        if served is None or not model or model == served:
+            return None
+        rej = Reject(
+            ErrorCode.UNSUPPORTED_MODEL, f"Model '{model}' is not available", param="model"
+        )
+        return self.handshake_error(rej, None, close_code=1008)
+
     def open(self, event: dict[str, Any], now: float) -> tuple[DuplexSession | None, list[Output]]:
         """Handle a first-message `session.update`: a new session, or a handshake error."""
         cid = client_event_id(event)
+        session_obj = event.get("session")
+        if isinstance(session_obj, dict) and isinstance(session_obj.get("model"), str):
+            refused = self.wrong_model(session_obj["model"])
+            if refused is not None:
+                return None, refused
         limits = self.config.limits
         if len(self.sessions) >= limits.max_sessions:
             rej = Reject(
                 ErrorCode.RESOURCE_EXHAUSTED,
                 f"the server is at its session limit ({limits.max_sessions})",
             )
-            return None, self.handshake_error(rej, cid, close_code=1011)
+            return None, self.handshake_error(rej, cid)
         try:
             try:
                 update = SessionUpdate.decode(event)
@@ -86,11 +117,14 @@ class Registry:
                 audio_started=False,
             )
         except Reject as rej:
+            if rej.code in _SESSION_OBJECT_CODES:
+                message = f"{rej.code}: {rej.message}"
+                rej = Reject(ErrorCode.INVALID_SESSION_CONFIG, message, rej.param)
             return None, self.handshake_error(rej, cid)
         sid = self.new_session_id()
         if self.get(sid) is not None:
             exists = Reject(ErrorCode.SESSION_EXISTS, f"session {sid} already exists")
-            return None, self.handshake_error(exists, cid, close_code=1011)
+            return None, self.handshake_error(exists, cid)
         session = DuplexSession(
             session_id=sid,
             profile=self.profile,
@@ -98,7 +132,7 @@ class Registry:
             engine=self.engine_factory(),
             limits=limits,
             faults=self.config.faults,
-            beta_names=self.config.event_names == "beta",
+            beta_names=self.config.beta_names,
             resumable=self.config.resumable and self.profile.resumable,
             now=now,
         )
@@ -113,7 +147,14 @@ class Registry:
         return session, session.open(now)
 
     def resume(self, event: dict[str, Any], now: float) -> ResumeResult:
-        """Handle a first-message `session.resume` (scope H errors leave the session untouched)."""
+        """Handle a first-message `session.resume` (scope H errors leave the session untouched).
+
+        In vLLM-Omni 0.30.0's order (`entrypoints/duplex/serving.py` `_resume`): the request's
+        shape (`invalid_session_resume`), the session (`session_resume_expired` for an unknown
+        or closed one), the token, then the journal: a gap is answered with
+        `session.resync_required {reason: "journal_gap"}` and the socket ends without attaching
+        (the session stays detached in its grace; the client must start a new session).
+        """
         cid = client_event_id(event)
         if not (self.config.resumable and self.profile.resumable):
             rej = Reject(ErrorCode.UNSUPPORTED_SESSION_RESUME, "this server does not resume")
@@ -121,17 +162,15 @@ class Registry:
         try:
             request = SessionResume.decode(event)
         except SchemaError as exc:
-            return ResumeResult(None, self.handshake_error(Reject.schema(exc), cid))
+            rej = Reject(ErrorCode.INVALID_SESSION_RESUME, exc.message, exc.param)
+            return ResumeResult(None, self.handshake_error(rej, cid))
         sid, token = request.session_id, request.resume_token
         seq = request.last_received_server_event_seq
         session = self.sessions.get(sid)
-        if session is None and sid not in self.closed:
-            rej = Reject(ErrorCode.UNKNOWN_SESSION, f"unknown session {sid}", "session_id")
-            return ResumeResult(None, self.handshake_error(rej, cid))
         if session is None or not session.can_resume:
             rej = Reject(
                 ErrorCode.SESSION_RESUME_EXPIRED,
-                "the session is unknown, expired or no longer resumable",
+                f"unknown or expired duplex session: {sid}",
                 "session_id",
             )
             return ResumeResult(None, self.handshake_error(rej, cid))
@@ -145,6 +184,11 @@ class Registry:
             else:
                 rej = Reject(ErrorCode.INVALID_RESUME_TOKEN, "wrong resume token", "resume_token")
             return ResumeResult(None, self.handshake_error(rej, cid))
+        if session.journal_gap(seq):
+            resync = SessionResyncRequired(session_id=sid, reason="journal_gap")
+            log.info("session %s: resume from seq %d falls in a journal gap", sid, seq)
+            gap: list[Output] = [self._handshake.build(resync), CloseSocket(1000, "journal_gap")]
+            return ResumeResult(None, gap)
         old_generation = session.life.generation
         outputs = session.resume(seq, now)
         log.info(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from duplex_client.protocol.objects import (
     AudioDeltaInfo,
@@ -62,8 +62,24 @@ def delta(state: ResponseState, session_id: str, *, end_of_turn: bool) -> dict[s
         audio_duration_ms=state.audio_ms,
         audio_text_marks=[mark],
         playback=cursor(state),
+        vllm_omni=runtime_record(state),
     )
     return info.body(dict(state.metadata))
+
+
+#: `vllm_omni.runtime_impl` of this server's audio (upstream names its model runtime there).
+RUNTIME_IMPL: Final = "duplex_client_reference"
+
+
+def runtime_record(state: ResponseState) -> dict[str, Any]:
+    """An audio delta's `vllm_omni` record, in vLLM-Omni 0.30.0's keys
+    (`engine/duplex/session/model_channel.py` `_attach_runtime_metadata`): the runtime and,
+    for a response to committed turns, the model turn it answers."""
+    record: dict[str, Any] = {"runtime_impl": RUNTIME_IMPL}
+    turns = state.metadata.get("turn_ids") or []
+    if turns:
+        record["model_turn_id"] = turns[-1]
+    return record
 
 
 def done(state: ResponseState, session_id: str) -> dict[str, Any]:

@@ -30,6 +30,10 @@ class ResponseState:
     next_due: float = 0.0
     audio_ms: int = 0
     transcript: str = ""
+    #: `(text_chars, audio_end_ms)` after each audio delta: the item's `audio_text_marks`.
+    marks: list[tuple[int, int]] = field(default_factory=list)
+    #: Text written next to the speech: an `output_text` part at `content_index` 1.
+    shown: str = ""
     done: bool = False
     sealed: bool = False
     played_ms: int = 0

@@ -19,13 +19,12 @@ from duplex_client.protocol.server_events import (
     SessionExpired,
     SessionReplaced,
     SessionResumed,
-    SessionResyncRequired,
     SessionUpdated,
 )
 from duplex_client.server import execution, ids, playback, tools
 from duplex_client.server.backpressure import close_notice
+from duplex_client.server.continuous import ContinuousStream
 from duplex_client.server.conversation import Conversation
-from duplex_client.server.drain import StreamDrain
 from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
@@ -84,7 +83,7 @@ class DuplexSession:
         self._retained = RetainedTurns()
         self._conversation = Conversation(self)
         self._pipeline = Pipeline(now, self._job_started)
-        self._drain = StreamDrain()
+        self._stream = ContinuousStream(profile)
         self._decisions = Decisions(engine)
         self._turn = TurnTracker()
         self.on_closed: Callable[[DuplexSession], None] | None = None
@@ -168,9 +167,9 @@ class DuplexSession:
         return self._decisions
 
     @property
-    def drain(self) -> StreamDrain:
-        """The end of a continuous stream (`session.end` → `stream_drained`)."""
-        return self._drain
+    def stream(self) -> ContinuousStream:
+        """A continuous stream's one response and its drain at `session.close` (§9.2)."""
+        return self._stream
 
     @property
     def conversation(self) -> Conversation:
@@ -226,7 +225,9 @@ class DuplexSession:
         )
         self.emit(created, now)
         self.emit(SessionUpdated(session=self.session_object()), now)
+        # the older extra_body spelling wins, as vLLM-Omni 0.30.0's MiniCPM-o plugin reads it
         text = self._settings.extra_body.get("duplex_initial_user_text")
+        text = text or self._settings.initial_user_text
         if isinstance(text, str) and text:
             content = [ContentPart(type="input_text", text=text)]
             item = Item(id=ids.item_id(), role="user", status="completed", content=content)
@@ -239,13 +240,13 @@ class DuplexSession:
         cid = client_event_id(event)
         etype = event.get("type")
         try:
-            if self.life.state is not SessionState.OPEN and isinstance(etype, str):
+            closing = self._stream.closing is not None  # a continuous stream draining
+            if (self.life.state is not SessionState.OPEN or closing) and isinstance(etype, str):
                 raise Reject(ErrorCode.SESSION_CLOSED, "the session is closing", None)
             try:
                 decoded = decode_client_event(event)  # bad type, unknown type, bad fields
             except SchemaError as exc:
                 raise Reject.schema(exc) from None
-            self._drain.refuse_after_end(decoded.TYPE)
             HANDLERS[decoded.TYPE](self, decoded, now)
         except Reject as rej:
             self.reject(rej, cid, now)
@@ -264,10 +265,11 @@ class DuplexSession:
             if self.journal is not None:
                 self.journal.evict(now)
             grace_end = self._grace_end()
+            idle = now >= self.life.idle_deadline(self._settings.idle_timeout_s)
             if grace_end is not None and now >= grace_end:
                 self._expire("disconnect_grace_expired", now)
-            elif now >= self.life.idle_deadline(self._settings.idle_timeout_s):
-                self._expire("idle_ttl_expired", now)
+            elif idle and self.life.state is SessionState.OPEN:
+                self._idle(now)
             else:
                 self._advance(now)
         return self._emitter.drain()
@@ -287,6 +289,28 @@ class DuplexSession:
                 times.append(t)
         return min(times)
 
+    def _idle(self, now: float) -> None:
+        """No client event for `idle_timeout_s`: the socket is treated as dropped.
+
+        As vLLM-Omni 0.30.0's read loop (`entrypoints/duplex/serving.py` `_read_loop`): a
+        resumable session detaches into its disconnect grace and the socket closes (1000); any
+        other ends, its response cancelled (`timeout`).
+        """
+        if self.can_resume:
+            self.life.detach(now)
+            self._emitter.close(1000, "idle_timeout")
+            return
+        self._conversation.cancel("timeout", now)
+        self.finish("disconnect", now)
+
+    def shut_down(self, now: float) -> list[Output]:
+        """The server stops: the response cancelled, `session.closed {reason: "shutdown"}`."""
+        if self.closed:
+            return []
+        self._conversation.cancel("shutdown", now)
+        self.finish("shutdown", now)
+        return self._emitter.drain()
+
     def detach(self, now: float) -> list[Output]:
         """The socket dropped without `session.close`: keep running for the grace, or close."""
         if self.life.state is not SessionState.OPEN:
@@ -298,8 +322,12 @@ class DuplexSession:
             self.finish("disconnect", now, close_code=None)
         return self._emitter.drain()
 
+    def journal_gap(self, last_seq: int) -> bool:
+        """Whether a resume from `last_seq` needs events the journal no longer holds."""
+        return self.journal is None or self.journal.replay_after(last_seq) is None
+
     def resume(self, last_seq: int, now: float) -> list[Output]:
-        """Reattach (token already checked): `session.resumed`, then the replay or a resync."""
+        """Reattach (token and journal already checked): `session.resumed`, then the replay."""
         self.life.reattach(now)
         replay = self.journal.replay_after(last_seq) if self.journal is not None else None
         position = ResumeInput(
@@ -315,12 +343,8 @@ class DuplexSession:
             input=position.to_dict(),
         )
         self.emit(resumed, now)
-        if replay is None:
-            self._emitter.journal = None
-            self.emit(SessionResyncRequired(session_id=self._session_id, reason="journal_gap"), now)
-        else:
-            for data in replay:
-                self._emitter.raw(Send("replay", data))
+        for data in replay or ():
+            self._emitter.raw(Send("replay", data))
         return self._emitter.drain()
 
     def replaced_outputs(self, old_generation: int) -> list[Output]:
@@ -411,7 +435,7 @@ class DuplexSession:
     # --- internals ---
 
     def _expire(self, reason: str, now: float) -> None:
-        self._conversation.cancel("session_expired", now)
+        self._conversation.cancel(reason, now)
         self.emit(SessionExpired(session_id=self._session_id, reason=reason), now)
         self._end(reason, None if self.life.was_detached else 1000)
 
@@ -429,4 +453,4 @@ class DuplexSession:
             self._conversation.pump(now)
         if self.life.state.running:
             self._conversation.pump(now)
-            self._drain.poll(self, now)
+            self._stream.poll(self, now)

@@ -54,9 +54,13 @@ def build_session_object(
                 ),
                 sample_rate_hz=settings.input_rate,
                 turn_detection=settings.turn_detection,
+                noise_reduction=settings.noise_reduction,
+                channels=settings.input_channels,
             ),
             output=AudioOutputInfo(
-                format=AudioFormat(rate=settings.output_rate), sample_rate_hz=settings.output_rate
+                format=AudioFormat(rate=settings.output_rate),
+                sample_rate_hz=settings.output_rate,
+                voice=settings.voice,
             ),
         ),
         turn_detection=settings.turn_detection,
@@ -65,6 +69,7 @@ def build_session_object(
         overlap_barge_in_ms=settings.overlap_barge_in_ms,
         overlap_silence_rms=settings.overlap_silence_rms,
         input_audio_transcription=settings.input_audio_transcription,
+        input_audio_noise_reduction=settings.noise_reduction,
         playback_commit_policy=settings.playback_commit_policy,
         instructions=settings.instructions,
         voice=settings.voice,

@@ -21,6 +21,7 @@ from duplex_client.protocol.requests import (
     SessionRequest,
     input_format,
 )
+from duplex_client.server import session_fields
 from duplex_client.server.errors import Reject
 from duplex_client.server.knobs import EXTRA_DEFAULTS, merge_extra_body
 from duplex_client.server.profiles import Profile
@@ -74,6 +75,9 @@ _HANDLED: Final = frozenset(
         "active_request_id",
         "active_response_id",
         "active_response_turn_id",
+        # vLLM-Omni 0.30.0's (issue #29): `server/session_fields.py`
+        "initial_user_text",
+        "input_audio_noise_reduction",
     }
 )
 
@@ -101,6 +105,12 @@ class SessionSettings:
     idle_timeout_s: float = 300.0
     speed: float | None = None
     tracing: str | dict[str, Any] | None = None
+    #: The user's opening turn as text (`session_fields`); not echoed, as upstream.
+    initial_user_text: str | None = None
+    #: `audio.input.noise_reduction` (or `input_audio_noise_reduction`), echoed only.
+    noise_reduction: dict[str, Any] | None = None
+    #: `audio.input.channels` as the client declared it (mono only), echoed.
+    input_channels: int | None = None
     ref_audio_digest: str | None = field(default=None, repr=False)
     extra_body: dict[str, Any] = field(default_factory=lambda: dict(EXTRA_DEFAULTS))
     #: Declared function tools (as sent) and the `tool_choice`.
@@ -143,6 +153,9 @@ def initial_settings(profile: Profile, default_idle_timeout_s: float) -> Session
         idle_timeout_s=default_idle_timeout_s,
         input_format=profile.default_input_format,
         input_rate=profile.default_input_rate,
+        output_rate=profile.default_output_rate,
+        # a model without the native lane waits for commits and `response.create`
+        extra_body={**EXTRA_DEFAULTS, "auto_response": profile.auto_response_allowed},
     )
 
 
@@ -176,6 +189,8 @@ def apply_update(
     check_session_tools(req, base, profile, changes)
     if isinstance(raw.get("extra_body"), dict):
         changes["extra_body"] = merge_extra_body(raw["extra_body"], base.extra_body)
+    session_fields.take(raw, req, changes)
+    session_fields.refused_by_profile(raw, profile)
     extras = {k: v for k, v in raw.items() if k not in _HANDLED}
     if extras:
         changes["extras"] = {**base.extras, **extras}
@@ -215,6 +230,8 @@ def _pinned_fields(
     """The persona and the voice: fixed at open on some profiles, and after the first append."""
     for name, fixed, fixed_code, fixed_words, audio_code, audio_words in _PINNED:
         value = getattr(req, name)
+        if name == "voice" and value is None:
+            value = session_fields.nested_voice(req)
         if value is None or value == getattr(base, name):
             continue
         if not handshake and getattr(profile, fixed):
@@ -264,8 +281,24 @@ def _formats(
     out.update(input_format=fmt, input_rate=rate, output_rate=out_rate)
 
 
+#: What a `server_vad` object's absent fields mean (vLLM-Omni 0.30.0 `turn_detection.py`).
+_VAD_DEFAULTS: Final = {
+    "type": "server_vad",
+    "interrupt_response": True,
+    "threshold": 0.5,
+    "prefix_padding_ms": 300,
+    "silence_duration_ms": 500,
+    "min_speech_duration_ms": 96,
+}
+
+
 def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) -> None:
-    """`turn_detection` (or `audio.input.turn_detection`): null, or server VAD if we have one."""
+    """`turn_detection` (or `audio.input.turn_detection`): null, or server VAD if we have one.
+
+    As vLLM-Omni 0.30.0 (`normalize_turn_detection_session_payload`): the overlap policy
+    follows from it (`barge_in_on_speech` with `server_vad`, `listen_only` with null) and one
+    that contradicts it is refused.
+    """
     audio = raw.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
     if "turn_detection" in raw:
@@ -273,7 +306,18 @@ def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) 
     elif isinstance(a_in, dict) and "turn_detection" in a_in:
         td = a_in["turn_detection"]
     else:
+        # Upstream also refuses `barge_in_on_speech` without `server_vad`; ours keeps it: the
+        # auto lane's overlap gate then judges each append's energy (protocol.md §4.4, §A.7).
         return
+    policy = raw.get("overlap_policy")
+    wanted = "listen_only" if td is None else "barge_in_on_speech"
+    if isinstance(policy, str) and policy != wanted:  # vLLM-Omni 0.30.0 derives the policy
+        raise Reject(
+            ErrorCode.UNSUPPORTED_TURN_DETECTION,
+            f"overlap_policy={policy!r} conflicts with turn_detection; expected {wanted!r}",
+            "overlap_policy",
+        )
+    out["overlap_policy"] = wanted
     if td is None:
         out["turn_detection"] = None
         return
@@ -283,7 +327,7 @@ def _turn_detection(raw: dict[str, Any], profile: Profile, out: dict[str, Any]) 
             f"profile {profile.name} has no voice activity detector",
             "turn_detection",
         )
-    out["turn_detection"] = dict(td)
+    out["turn_detection"] = {**_VAD_DEFAULTS, **td}
 
 
 def _transcription(raw: dict[str, Any], req: SessionRequest, out: dict[str, Any]) -> None:

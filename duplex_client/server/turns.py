@@ -10,6 +10,7 @@ from duplex_client.server.engine.base import Fail, Listen
 from duplex_client.server.errors import Reject, event_ref
 from duplex_client.server.pipeline import Work
 from duplex_client.server.ports import SessionPort
+from duplex_client.server.profiles.base import MODEL_NATIVE
 
 
 def submit(s: SessionPort, unit: Unit, now: float, *, decide: bool) -> None:
@@ -99,7 +100,7 @@ def create_response(s: SessionPort, event: ResponseCreate, now: float) -> None:
 
 
 #: The lane where the model itself runs the conversation (MiniCPM-o, AURA, PersonaPlex, Nemotron).
-NATIVE_LANE = "model_native_duplex"
+NATIVE_LANE = MODEL_NATIVE
 #: Per-response generation overrides a model-native session cannot apply (as vLLM-Omni; the
 #: voice, token-cap spellings other than `max_output_tokens` and tools the schema refuses).
 _GENERATION_OVERRIDES = ("instructions", "temperature", "max_output_tokens")

@@ -30,7 +30,9 @@ def _params(settings: SessionSettings) -> VadParams:
     knobs = TurnDetection.from_raw(td)  # validated when the session took it
     return VadParams(
         threshold=base.threshold if knobs.threshold is None else knobs.threshold,
-        min_speech_ms=base.min_speech_ms,
+        min_speech_ms=base.min_speech_ms
+        if knobs.min_speech_duration_ms is None
+        else int(knobs.min_speech_duration_ms),
         silence_ms=base.silence_ms
         if knobs.silence_duration_ms is None
         else int(knobs.silence_duration_ms),

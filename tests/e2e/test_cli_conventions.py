@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from duplex_client.families import LIVE_PRESET_CHOICES, PRESET_CHOICES, PROFILE_FAMILIES
 from tests.e2e.helpers import CLI, ENV, run_cli
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    """A choice list as the help shows it (the families table's names, in its order)."""
+    return "[" + "|".join(names) + "]"
 
 
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -30,13 +36,13 @@ def test_help_has_positive_flags_choices_and_metavars(command: str) -> None:
         assert typed not in text, typed  # not even on typer's own --help
     expected = {
         "stream": ["--realtime", "--burst", "--reconnect", "--no-reconnect", "[trim|pad|full]",
-                   "[minicpmo|joyai|aura|personaplex|nemotron|none]", "[off|basic|context]",
+                   _choices(PRESET_CHOICES), "[off|basic|context]",
                    "SECONDS", "URL"],
         "live": ["--playback", "--no-playback", "--no-mic", "--no-camera", "[model|vad|ptt]",
-                 "[toggle|hold]", "[auto|minicpmo|joyai|aura|personaplex|nemotron|none]",
+                 "[toggle|hold]", _choices(LIVE_PRESET_CHOICES),
                  "MS:ACTION"],
         "serve": ["[reference|vllm-omni]", "[ga|beta]",
-                  "[minicpmo|joyai|aura|personaplex|nemotron]", "[speech|scripted]", "-v", "-q"],
+                  _choices(PROFILE_FAMILIES), "[speech|scripted]", "-v", "-q"],
     }[command]  # fmt: skip
     for needle in expected:
         assert needle in text, needle

@@ -11,12 +11,18 @@ import re
 import signal
 import subprocess
 import time
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from duplex_client.bundle.wavfile import read_wav_pcm16, write_wav
+from duplex_client.eval.fdb import export_item
+from duplex_client.eval.item import EvalItem
+from duplex_client.report.bundle_reader import load_run_bundle
 from tests.e2e.helpers import CLI, ENV, events, load, run_cli
 from tests.support.media_files import write_audio_file
 
@@ -64,8 +70,7 @@ def personaplex_url(tmp_path: Path) -> Iterator[str]:
 def nemotron_url(tmp_path: Path) -> Iterator[str]:
     script = {
         "chunk_ms": 200,
-        "chunk_interval_ms": 150,  # still sending its answer when the stream ends
-        "rules": [{"on": "unit", "index": 12, "do": "speak", "text": "one two three four"}],
+        "rules": [{"on": "unit", "index": 8, "do": "speak", "text": "one two three"}],
     }
     yield from serve(tmp_path, "nemotron", script)
 
@@ -103,30 +108,57 @@ async def test_stream_preset_personaplex(
     assert any(d["decision"] == "speak" for d in result["decisions"])
 
 
-async def test_stream_preset_nemotron_ends_with_stream_drained(
+async def test_stream_preset_nemotron_drains_at_close_and_records_22khz(
     nemotron_url: str, tone_clip: Path, tmp_path: Path
 ) -> None:
+    """Nemotron's real shape end to end, in real time: 16 kHz float frames, trailing
+    silence, `session.close` (no `session.end`), one response drained `stream_drained`, and
+    its 22.05 kHz answer in heard.wav, conversation.wav, output.wav, the report and an FDB
+    export."""
     run = tmp_path / "run"
     done = await run_cli(
         "--url", nemotron_url, "--preset", "nemotron", "--input-audio", str(tone_clip),
-        "--output-dir", str(run), "--burst", "--json",
+        "--tail-silence-s", "0.8", "--output-dir", str(run), "--json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["ok"] is True and result["closed_reason"] == "client_close"
-    evs = events(run)
-    types = [e["type"] for e in evs]
-    assert types.count("stream_drained") == 1
-    assert "input_audio_buffer.committed" not in types
-    # The answer playing when the stream ended was finished, then the drain, then the close.
-    speak_done = [
-        e for e in evs if e["type"] == "response.done" and e["event"]["response"]["output"]
-    ]
-    assert speak_done and speak_done[-1]["event"]["response"]["status"] == "completed"
-    assert (
-        types.index("response.done") < types.index("stream_drained") < types.index("session.closed")
-    )
-    drained = next(e["event"] for e in evs if e["type"] == "stream_drained")
+    assert result["server_errors"] == []  # no session.end (the server refuses it)
     timeline = load(run, "input_timeline.json")
-    assert drained["audio_end_ms"] == timeline["appends"][-1]["audio_end_ms"]
-    assert drained["units"] == sum(1 for r in timeline["appends"] if r["unit_index"] is not None)
+    assert timeline["input_format"]["encoding"] == "pcm_f32le"
+    assert timeline["input_format"]["sample_rate_hz"] == 16000
+    frames = -(-timeline["appends"][-1]["audio_end_ms"] // 80)
+    end = result["stream_end"]
+    assert end["drained"] and end["reason"] == "stream_drained"
+    assert end["drain"] == {
+        "accepted_frames": frames,
+        "text_frames": frames,
+        "audio_frames": frames,
+        "drained": True,
+    }
+    types = [e["type"] for e in events(run)]
+    assert types.count("response.done") == 1 and types.count("response.created") == 1
+    assert types.count("response.audio.delta") == frames  # beta names, one packet a frame
+    assert types.index("response.done") < types.index("session.closed")
+    media_ms = timeline["appends"][-1]["media_end_ms"]
+    for name, channels in (("heard.wav", 1), ("conversation.wav", 2), ("output.wav", 1)):
+        with wave.open(str(run / name)) as w:
+            assert (w.getframerate(), w.getnchannels()) == (22050, channels), name
+            if name == "output.wav":
+                assert w.getnframes() == frames * 1764  # every 80 ms packet, back to back
+            else:
+                assert abs(w.getnframes() / 22.05 - media_ms) < 200, name
+    heard, _ = read_wav_pcm16(run / "heard.wav")
+    assert np.abs(np.frombuffer(heard, "<i2")).max() > 1000  # the spoken answer is there
+    # the report draws the heard track on the media clock
+    data = load_run_bundle(run)
+    assert data.heard_wave is not None and abs(data.heard_wave.t_ms[-1] - media_ms) < 200
+    # a Full-Duplex-Bench export resamples it to the item's input rate, input length
+    item_dir = tmp_path / "fdb" / "1"
+    item_dir.mkdir(parents=True)
+    write_wav(item_dir / "input.wav", np.zeros(16000, np.int16), 16000)
+    item = EvalItem(id="1", input_audio=str(item_dir / "input.wav"), fdb_dir="1")
+    outcome = export_item(item, run, tmp_path / "export")
+    assert outcome.path is not None
+    with wave.open(str(outcome.path)) as w:
+        assert (w.getframerate(), w.getnframes()) == (16000, 16000)

@@ -2,7 +2,14 @@
 
 The golden digests (`tests/data/golden/`) were recorded by the code before the move (c1c145a)
 with `python -m tests.support.golden`; the same scenarios run now must give the same files
-with the same deterministic content (times and ids aside: `tests.support.golden`).
+with the same deterministic content (times and ids aside: `tests.support.golden`). Changes
+since, on purpose, all from issue #29 (vLLM-Omni 0.30.0's shapes): the MiniCPM-o preset's
+`extra_body` lost `native_duplex` (PR #7413); the session's capabilities state
+`supports_image_input`, `supports_text_only_turn`, `supports_turn_commit_only`,
+`supports_concurrent_turn_requests` and `supports_chat_completions` (point 11); a finished
+spoken response ends with `status_details {type: completed, reason: stop}` (so its decision
+row's `reason` is `stop`), its item's `output_audio` part carries `audio_duration_ms` and
+`audio_text_marks`, and its audio deltas a `vllm_omni` record (point 10). Nothing else.
 """
 
 from __future__ import annotations

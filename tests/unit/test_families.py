@@ -40,7 +40,7 @@ def test_every_field_is_documented_in_one_line() -> None:
 
 @pytest.mark.parametrize("f", FAMILIES, ids=lambda f: f.name)
 def test_an_entry_is_consistent(f: ModelFamily) -> None:
-    assert re.fullmatch(r"[a-z][a-z0-9_]*", f.name) and f.title
+    assert re.fullmatch(r"[a-z][a-z0-9_-]*", f.name) and f.title
     assert f.first_unit_ms > 0 and f.chunk_period_ms > 0
     assert f.input_format in ("pcm16", "pcm_f32le") and f.input_rate_hz in INPUT_RATES
     assert f.output_rate_hz in OUTPUT_RATES
@@ -54,7 +54,7 @@ def test_an_entry_is_consistent(f: ModelFamily) -> None:
 
 
 def test_the_derived_names() -> None:
-    assert FAMILY_NAMES == ("minicpmo", "joyai", "aura", "personaplex", "nemotron")
+    assert FAMILY_NAMES == ("minicpmo", "joyai", "aura", "personaplex", "nemotron", "qwen3-turn")
     assert len(set(FAMILY_NAMES)) == len(FAMILY_NAMES)
     assert (*FAMILY_NAMES, "none") == PRESET_CHOICES
     assert ("auto", *PRESET_CHOICES) == LIVE_PRESET_CHOICES
@@ -70,7 +70,8 @@ def test_family_names_the_choices_when_it_does_not_know_one() -> None:
         family("gpt")
     assert isinstance(caught.value, ValueError)
     assert str(caught.value) == (
-        "unknown model family 'gpt'; choose from minicpmo, joyai, aura, personaplex, nemotron"
+        "unknown model family 'gpt'; choose from minicpmo, joyai, aura, personaplex, nemotron, "
+        "qwen3-turn"
     )
 
 

@@ -33,7 +33,7 @@ def doc(name: str) -> str:
 
 def names(text: str) -> list[str]:
     """The backquoted names of a `(`a`, `b`, ...)` list."""
-    return re.findall(r"`([a-z_]+)`", text)
+    return re.findall(r"`([a-z0-9_-]+)`", text)
 
 
 def one(pattern: str, text: str) -> re.Match[str]:
@@ -55,10 +55,11 @@ def test_the_readme_table_is_the_families_table() -> None:
 def test_the_readme_names_the_presets_and_their_default_models() -> None:
     flat = " ".join(README.split())
     assert (
-        one(r"--preset ([a-z|]+)\|none`", flat)[0] == "--preset " + "|".join(PRESET_CHOICES) + "`"
+        one(r"--preset ([a-z0-9|-]+)\|none`", flat)[0]
+        == "--preset " + "|".join(PRESET_CHOICES) + "`"
     )
     sentence = one(r"the preset's model is sent \((.*?)\)\.", flat)[1]
-    named = dict(re.findall(r"(\w+): `([^`]+)`", sentence))
+    named = dict(re.findall(r"([\w-]+): `([^`]+)`", sentence))
     assert named == {f.name: f.default_model for f in FAMILIES if f.default_model}
     nameless = one(r"; ([\w, ]+) name none$", sentence)[1].replace(" and ", ", ").split(", ")
     assert nameless == [f.name for f in FAMILIES if f.default_model is None]
@@ -88,6 +89,6 @@ def test_eval_md_names_the_embedded_profiles() -> None:
 def test_protocol_md_describes_every_profile() -> None:
     text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
     section = one(r"### 9\.2 Profiles\n(.*?)\n### 9\.3", text)[1]
-    described = re.findall(r"^- \*\*(\w+)\*\*", section, re.M)
+    described = re.findall(r"^- \*\*([\w-]+)\*\*", section, re.M)
     assert sorted(described) == sorted(PROFILE_FAMILIES)
     assert f"- **{DEFAULT_FAMILY}** (default)" in section

@@ -12,6 +12,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import os
 import pkgutil
 import re
 import typing
@@ -24,7 +25,7 @@ import pytest
 import duplex_client.protocol as protocol_pkg
 from duplex_client.protocol.client_events import CLIENT_EVENT_NAMES
 from duplex_client.protocol.errors import ERROR_TYPES, ErrorCode
-from duplex_client.protocol.events import SERVER_EVENT_TYPES
+from duplex_client.protocol.events import SERVER_EVENT_TYPES, parse_server_event
 from duplex_client.protocol.fields import SchemaError
 from duplex_client.protocol.schema import Record, specs
 from duplex_client.server.errors import error_class
@@ -277,6 +278,10 @@ def test_refused_client_name_row(row: Row) -> None:
 def test_server_event_row(row: Row) -> None:
     """An implemented server event is a registered type (GA or beta) of the named class."""
     (name,) = ticks(row.cell("Upstream name"))
+    if "<type>" in name:  # a family of names (`duplex.<type>`): any member reads as the class
+        event = parse_server_event({"type": name.replace("<type>", "some.internal_type")})
+        assert type(event).__name__ == row.ours, f"{name} reads as {type(event).__name__}"
+        return
     registered = SERVER_EVENT_TYPES.get(name)
     if row.status == "implemented":
         assert registered is not None, f"{name} is not a registered server event"
@@ -371,3 +376,52 @@ def test_error_code_row(row: Row) -> None:
                 assert error_class(code) == upstream_type, f"{code}: ours {error_class(code)}"
         elif row.status == "missing":
             assert code not in ours, f"{code} is ErrorCode.{ours[code]}; mark it implemented"
+
+
+# --- evidence: every row cites vLLM-Omni 0.30.0 or says it is not there ---
+
+EVIDENCE = "Evidence (vLLM-Omni 0.30.0)"
+#: The unzipped `vllm-omni` 0.30.0 wheel (the folder holding `vllm_omni/`), when available.
+VLLM_OMNI_SRC = os.environ.get("VLLM_OMNI_SRC")
+
+
+def _candidates(row: Row) -> set[str]:
+    """The strings a row's upstream names may appear as in upstream's source."""
+    out: set[str] = set()
+    for cell in list(row.cells.values())[:2]:
+        for name in ticks(cell):
+            out |= {name, name.split(".")[-1], name.removeprefix("duplex.")}
+            value = _value(name)
+            if isinstance(value, dict):
+                out |= {str(v) for v in value.values()} | set(value)
+            elif isinstance(value, list):
+                out |= {str(v) for v in value}
+    return {c for c in out if c and "<" not in c} | (
+        {"duplex."} if any("<type>" in c for c in out) else set()
+    )
+
+
+def test_every_row_cites_its_evidence() -> None:
+    """A 0.30.0 path, or `not in 0.30.0` with where the row comes from instead."""
+    for rows in TABLES.values():
+        for row in rows:
+            cell = row.cells.get(EVIDENCE, "").strip()
+            cited = ticks(cell)
+            assert cell.startswith("not in 0.30.0") or (
+                cited and cited[0].startswith("vllm_omni/")
+            ), f"line {row.line}: evidence {cell!r}"
+
+
+@pytest.mark.skipif(not VLLM_OMNI_SRC, reason="VLLM_OMNI_SRC names no unzipped vllm-omni wheel")
+def test_cited_files_hold_the_names() -> None:
+    """Each cited 0.30.0 file exists and names the row's event, field, value or code."""
+    assert VLLM_OMNI_SRC is not None
+    root = Path(VLLM_OMNI_SRC)
+    for rows in TABLES.values():
+        for row in rows:
+            cell = row.cells[EVIDENCE].strip()
+            if cell.startswith("not in 0.30.0"):
+                continue
+            text = (root / ticks(cell)[0]).read_text(encoding="utf-8")
+            names = _candidates(row)
+            assert any(n in text for n in names), f"line {row.line}: none of {names} there"

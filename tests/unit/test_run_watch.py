@@ -17,7 +17,7 @@ from duplex_client.framing import InputTimeline, SendTiming
 from duplex_client.framing.pcm_format import DEFAULT_PCM
 from duplex_client.framing.plan import PlannedAppend
 from duplex_client.protocol import Capabilities, UnitKind, b64encode, parse_server_event
-from duplex_client.protocol.session import ResponseTracker
+from duplex_client.protocol.session import ResponseTracker, SessionConfig
 from duplex_client.run.options import RunFailed, RunOptions
 from duplex_client.run.prepare import prepare
 from duplex_client.run.progress import RunProgress
@@ -52,6 +52,7 @@ class FakeClient:
         self.tracker = ResponseTracker(lambda h: None, clock=self.clock)
         self.capabilities = Capabilities()
         self.input_pcm_format = DEFAULT_PCM
+        self.config = SessionConfig()
         self.audio_samples = 0
         self.listeners: list[Any] = []
         self.created = 0

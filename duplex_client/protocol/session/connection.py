@@ -17,9 +17,9 @@ from typing import Any, Unpack, overload
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.codec import CodecError, dumps
-from duplex_client.protocol.errors import DuplexProtocolError
+from duplex_client.protocol.errors import DuplexProtocolError, handshake_refusal
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, decode_server_event
-from duplex_client.protocol.response_events import ConnectionResumed
+from duplex_client.protocol.response_events import ConnectionNewSession, ConnectionResumed
 from duplex_client.protocol.session.config import SessionConfig
 from duplex_client.protocol.session.effects import (
     Closed,
@@ -39,6 +39,7 @@ from duplex_client.protocol.session.effects import (
 from duplex_client.protocol.session.inputs import AppendFields, AudioEncoder, PcmInput
 from duplex_client.protocol.session.outbox import OutboxEntry
 from duplex_client.protocol.session.responses import AckPolicy, H, ResponseFactory, ResponseState
+from duplex_client.protocol.session.sequence import EventSequence
 from duplex_client.protocol.session.state import SENDING, ConnectionState, State
 
 log = logging.getLogger("duplex_client")
@@ -98,7 +99,7 @@ class ClientConnection(ConnectionState[H]):
 
     def _handshake(self, event: se.ServerEvent) -> Output:
         if isinstance(event, se.ErrorEvent):  # only a refusal or session.created matter here
-            raise DuplexProtocolError.from_error(event.error, event.raw)
+            raise handshake_refusal(event.error, event.raw, self.model)
         if not isinstance(event, se.SessionCreated):
             return Output()
         caps = event.capabilities
@@ -254,8 +255,11 @@ class ClientConnection(ConnectionState[H]):
         committed_ms: int | None = None,
         truncate: bool = False,
     ) -> Send | None:
-        """`playback.ack` (never moving back); None when the server takes no acks."""
-        if not self.capabilities.supports_playback_ack:
+        """`playback.ack` (never moving back); None when the server takes no acks.
+
+        None too for a response of a session a journal gap lost: its server is gone.
+        """
+        if not self.capabilities.supports_playback_ack or response_id in self.tracker.lost:
             return None
         self._check("send", *SENDING)
         return self.send(self.playback.ack(played_ms, response_id, committed_ms, truncate))
@@ -306,6 +310,46 @@ class ClientConnection(ConnectionState[H]):
         self._check("finish a resume", State.RESUMING)
         self._state = State.OPEN
         return Output()
+
+    def new_session_update(self) -> Send:
+        """After a journal gap (§6.1): the `session.update` that opens a replacement session."""
+        self._check("open a new session", State.RESUMING)
+        return Send.encode(ce.SessionUpdate(session=self.config.to_session(self.model)).to_dict())
+
+    def new_session(self, event: se.SessionCreated, attempt: int) -> Output:
+        """The replacement session's `session.created`: adopt it in place of the lost one.
+
+        The lost session's open responses end (`session_lost`), its journal numbering and
+        resume token go, and the input it was sent is forgotten; input queued meanwhile goes
+        to the new session (`Resend`). A synthetic `connection.new_session` is delivered
+        first, so every record of the run names both sessions and where the gap is.
+        """
+        self._check("open a new session", State.RESUMING)
+        caps = event.capabilities
+        if caps is None:
+            raise DuplexProtocolError("the new session.created has no capabilities")
+        previous = self.session_id
+        lost, start = self.outbox.new_session()
+        self.tracker.session_lost("session_lost")
+        self.playback.disarm()
+        number = self.attachment.number
+        self.attachment.created(event)
+        self.attachment.number = number + 1
+        self.capabilities, self.session = caps, event.session
+        self.session_id = event.session_id
+        self.seq = EventSequence(self.seq.ack_every)
+        note = ConnectionNewSession.from_raw(
+            {
+                "type": ConnectionNewSession.TYPE,
+                "previous_session_id": previous,
+                "session_id": event.session_id,
+                "audio_start_ms": start if start is not None else self.input.audio_end_ms,
+                "lost_appends": lost,
+                "attempt": attempt,
+            }
+        )
+        out = Output((Deliver(note), Deliver(event)))
+        return out + Output((Resend(lost),))
 
     def resume_failed(self, reason: str, *, fatal: bool) -> Output:
         """Reconnecting gave up (`fatal`: the server refused the token): the session ends."""

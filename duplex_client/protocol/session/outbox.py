@@ -44,6 +44,8 @@ class OutboxEntry:
     unit: int | None = None
     #: The append's cumulative `audio_end_ms` (None for commits).
     audio_end_ms: int | None = None
+    #: Where the append's audio starts (`audio_end_ms - duration_ms`; None for commits).
+    audio_start_ms: int | None = None
 
     @property
     def written(self) -> bool:
@@ -130,7 +132,8 @@ class Outbox:
         if kind is None or not isinstance(event_id, str):
             return None
         unit, end = payload.get("unit_index"), payload.get("audio_end_ms")
-        return self.add(
+        duration = payload.get("duration_ms")
+        entry = self.add(
             event_id,
             kind,
             data,
@@ -138,6 +141,9 @@ class Outbox:
             audio_end_ms=end if isinstance(end, int) else None,
             trim=trim,
         )
+        if isinstance(end, int) and isinstance(duration, int):
+            entry.audio_start_ms = end - duration
+        return entry
 
     def mark_written(self, entry: OutboxEntry, connection: int) -> None:
         """`entry` was written on socket number `connection`."""
@@ -240,6 +246,23 @@ class Outbox:
             self.confirm(last_event_id)
             return True
         return False
+
+    def new_session(self) -> tuple[int, int | None]:
+        """A new session replaces a lost one: forget what the lost one was sent.
+
+        Returns how many entries are lost, and where the first input still to be written
+        starts (`audio_start_ms`; None when nothing waits). What waits goes to the new
+        session, whose units no longer carry the old numbering.
+        """
+        lost = self.drop_written()
+        for entry in self._entries:
+            entry.unit = None
+        self._forgot_any = False
+        self._horizon = None
+        self._decided_unit = -1
+        self._cursor = 0
+        starts = [e.audio_start_ms for e in self._entries if e.audio_start_ms is not None]
+        return lost, (starts[0] if starts else None)
 
     def clear(self) -> None:
         """Forget everything (the session can no longer be resumed)."""

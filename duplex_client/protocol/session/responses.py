@@ -192,6 +192,8 @@ class ResponseTracker(Generic[H]):
         self.fenced: set[str] = set()
         self.active: H | None = None
         self.finished: list[H] = []
+        #: Responses of a session a journal gap lost (the new session knows none of them).
+        self.lost: set[str] = set()
         self._unsealed = 0  # finished[_unsealed:] have seen no commit since they finished
         self._commits_in_flight: set[str] = set()
         self.listens: list[H] = []
@@ -376,6 +378,14 @@ class ResponseTracker(Generic[H]):
             handle.marks.setdefault("first_text", event.raw)
             handle._mark_text()
         return event.delta
+
+    def session_lost(self, reason: str) -> None:
+        """A new session replaced this one: end its responses and owe it no more acks."""
+        self.close(reason)
+        self.lost.update(rid for rid in self.handles if rid is not None)
+        self.finished.clear()
+        self._unsealed = 0
+        self.active = None
 
     def close(self, reason: str) -> None:
         """End every open response (the session ended)."""

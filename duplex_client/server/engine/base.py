@@ -19,6 +19,9 @@ class Speak:
     delay_ms: int = 0
     #: What the engine heard the user say in the turn decided (None: it did not transcribe).
     transcript: str | None = None
+    #: Text the model writes next to its speech, sent as an `output_text` part after the
+    #: audio part (`content_index` 1) when the session asks for text (scripted only).
+    shown: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

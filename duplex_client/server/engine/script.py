@@ -126,10 +126,14 @@ def _action(spec: Any, where: str) -> Action:
         if text is not None and not isinstance(text, str):
             raise ScriptError(f"{where}.text must be a string")
         audio_ms = spec.get("audio_ms")
+        shown = spec.get("show")
+        if shown is not None and not isinstance(shown, str):
+            raise ScriptError(f"{where}.show must be a string")
         return Speak(
             text=text,
             audio_ms=None if audio_ms is None else _int(audio_ms, f"{where}.audio_ms", 1),
             delay_ms=delay,
+            shown=shown,
         )
     if do == "listen":
         return Listen(delay_ms=delay)

@@ -11,11 +11,14 @@ from duplex_client.server.profiles.joyai import JOYAI
 from duplex_client.server.profiles.minicpmo import MINICPMO, minicpmo_profile
 from duplex_client.server.profiles.nemotron import NEMOTRON
 from duplex_client.server.profiles.personaplex import PERSONAPLEX
+from duplex_client.server.profiles.qwen3_turn import QWEN3_TURN
 
 #: Profile names the CLI offers, in the families table's order (the first is the default).
 PROFILE_NAMES = PROFILE_FAMILIES
 #: Each profile by its name.
-_PROFILES: dict[str, Profile] = {p.name: p for p in (MINICPMO, JOYAI, AURA, PERSONAPLEX, NEMOTRON)}
+_PROFILES: dict[str, Profile] = {
+    p.name: p for p in (MINICPMO, JOYAI, AURA, PERSONAPLEX, NEMOTRON, QWEN3_TURN)
+}
 
 
 class ProfileUnavailableError(ValueError):

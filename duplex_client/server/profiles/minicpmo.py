@@ -6,7 +6,29 @@ from dataclasses import replace
 
 from duplex_client.server.profiles.base import Profile, family_profile
 
-MINICPMO = family_profile("minicpmo")
+MINICPMO = replace(
+    family_profile("minicpmo"),
+    # vLLM-Omni 0.30.0 `minicpmo_4_5/duplex/plugin.py` `PRIVATE_RUNTIME_CONFIG_KEYS`
+    private_runtime_keys=frozenset(
+        {
+            "duplex_stage_sampling_params",
+            "duplex_stage_max_tokens",
+            "duplex_stage0_max_tokens",
+            "duplex_scheduler_token_id",
+            "duplex_vision_tile_pixels",
+            "duplex_first_append_context_tokens",
+            "ref_audio_data",
+            "ref_audio_format",
+            "ref_audio_sample_rate_hz",
+            "initial_user_text",
+            "duplex_window_config",
+            "duplex_window_prefix_tokens",
+            "duplex_window_suffix_token_ids",
+            "duplex_window_previous_marker_token_ids",
+            "duplex_window_special_token_ids",
+        }
+    ),
+)
 
 
 def minicpmo_profile(

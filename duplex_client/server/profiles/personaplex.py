@@ -10,5 +10,16 @@ PERSONAPLEX = replace(
     family_profile("personaplex"),
     fixed_persona=True,
     fixed_voice=True,
-    signal_sources=("model_native",),
+    # vLLM-Omni 0.30.0 `personaplex/duplex/serving_adapter.py`
+    signal_sources=("model_native", "client_event"),
+    # its `_PRIVATE_RUNTIME_CONFIG_KEYS`: PersonaPlex is always model-native, so the
+    # per-session opt-in (and its legacy spelling) is server-owned
+    private_runtime_keys=frozenset(
+        {
+            "personaplex_prefill_slots",
+            "personaplex_model_path",
+            "native_duplex",
+            "minicpmo45_native_duplex",
+        }
+    ),
 )

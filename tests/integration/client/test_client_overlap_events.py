@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from duplex_client import DuplexClient, SessionConfig
 from duplex_client.protocol import parse_server_event
+from duplex_client.protocol.errors import DuplexProtocolError
 from duplex_client.protocol.response_events import OverlapDecision
 from duplex_client.protocol.server_events import InputAudioTranscriptionCompleted, ServerEvent
-from duplex_client.server import ReferenceServer, Script
-from tests.integration.server.wire import tone
+from duplex_client.server import ReferenceServer
 from tests.support.scripted_server import ScriptedServer
 
 
@@ -77,33 +79,31 @@ async def test_sdk_events_carry_a_peer_s_overlap_and_transcription_events() -> N
         assert client.is_open
 
 
-async def test_sdk_session_config_sends_the_knobs_and_sees_a_barge_in_decision() -> None:
-    script = Script.from_dict(
-        {"chunk_ms": 200, "chunk_interval_ms": 400, "defaults": {"commit": {"do": "speak"}}}
-    )
+async def test_sdk_session_config_sends_the_knobs() -> None:
     config = SessionConfig(
-        overlap_policy="barge_in_on_speech",
         overlap_short_ack_ms=250,
         overlap_barge_in_ms=900,
         overlap_silence_rms=0.01,
         input_audio_transcription={"model": "any"},
     )
     async with (
-        ReferenceServer(engine="scripted", script=script) as server,
+        ReferenceServer(engine="scripted") as server,
         DuplexClient(server.url, model="m", config=config) as client,
     ):
         session = client.session
         assert (session["overlap_short_ack_ms"], session["overlap_barge_in_ms"]) == (250, 900)
         assert session["overlap_silence_rms"] == 0.01
         assert session["input_audio_transcription"] == {"model": "any"}
-        sub = client.events()
-        await client.append_input(tone(400))
-        await client.commit()
-        await _next(sub, "response.output_audio.delta")
-        await client.append_input(tone(200))
-        decision = await _next(sub, "overlap.decision")
-        assert isinstance(decision, OverlapDecision)
-        assert (decision.action, decision.reason) == ("barge_in", "barge_in_on_speech")
-        assert decision.metadata["duration_ms"] == 200
-        done = await _next(sub, "response.done")
-        assert done.raw["response"]["status_details"]["reason"] == "barge_in"
+        assert session["overlap_policy"] == "listen_only"  # turn_detection null derives it
+
+
+async def test_barge_in_without_server_vad_is_refused_as_upstream_does() -> None:
+    """The SDK sends `turn_detection: null`, which derives `listen_only` (vLLM-Omni 0.30.0
+    `turn_detection.py`): asking for `barge_in_on_speech` with it is a refused pair."""
+    config = SessionConfig(overlap_policy="barge_in_on_speech")
+    async with ReferenceServer(engine="scripted") as server:
+        with pytest.raises(DuplexProtocolError) as info:
+            async with DuplexClient(server.url, model="m", config=config, reconnect=False):
+                pass
+    assert info.value.code == "invalid_session_config"
+    assert "conflicts with turn_detection" in str(info.value)

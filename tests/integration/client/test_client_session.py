@@ -312,9 +312,9 @@ async def test_slow_consumer_loses_only_its_oldest_events() -> None:
 async def test_unknown_events_pass_through_with_raw() -> None:
     async with ScriptedServer() as server, DuplexClient(server.url, model="m") as client:
         sub = client.events()
-        await server.peer.send({"type": "duplex.telemetry", "value": [1, 2]})
+        await server.peer.send({"type": "vendor.telemetry", "value": [1, 2]})
         event = await asyncio.wait_for(sub.get(), 5)
-        while event.type != "duplex.telemetry":
+        while event.type != "vendor.telemetry":
             event = await asyncio.wait_for(sub.get(), 5)
         assert isinstance(event, UnknownEvent) and event.raw["value"] == [1, 2]
 

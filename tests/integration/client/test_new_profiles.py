@@ -19,7 +19,6 @@ from duplex_client.framing import check_timeline
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.media import open_audio
 from duplex_client.media.resample import frame_samples, resample
-from duplex_client.protocol.errors import DuplexProtocolError
 from duplex_client.server import ReferenceServer
 from duplex_client.server.engine.script import Script
 from duplex_client.sync import SyncDuplexClient
@@ -80,55 +79,54 @@ async def test_personaplex_frames_80ms_of_24khz_float_and_is_answered_without_co
     assert check_timeline(doc) == []
 
 
-async def test_nemotron_session_end_drains_then_closes_cleanly(
+async def test_nemotron_trailing_silence_then_close_drains_the_one_response(
     tmp_path: Path, received: list[bytes]
 ) -> None:
+    """Sy0307's Nemotron e2e, against our profile: 16 kHz float frames, trailing silence,
+    `session.close` (never `session.end`), one response drained with every frame counted."""
     path = clip(tmp_path)
     script = Script.from_dict(
-        {
-            "chunk_ms": 200,
-            "chunk_interval_ms": 100,
-            "rules": [{"on": "unit", "index": 13, "do": "speak", "text": "one two three"}],
-        }
+        {"chunk_ms": 200, "rules": [{"on": "unit", "index": 5, "do": "speak", "text": "one two"}]}
     )
     async with ReferenceServer(profile="nemotron", engine="scripted", script=script) as server:
         async with DuplexClient(server.url, model=None, config=presets.nemotron()) as client:
             assert client.continuous_stream and not client.takes_commits
-            result = await client.stream(open_audio(path), realtime=False)
+            assert client.config.input_audio_format == "pcm_f32le"
+            assert client.config.output_sample_rate_hz == 22050
+            result = await client.stream(open_audio(path), realtime=False, tail_silence_s=0.5)
             assert result.commit_event_id is None
-            drained = await client.end_stream(timeout=10)
-            # The answer that was playing was finished, not cancelled, before the drain.
-            done = [h for h in client.tracker.handles.values() if h.decision == "speak"]
+            end = await client.end_stream(timeout=10)
+            (answer,) = client.tracker.handles.values()  # one response for the whole stream
         assert client.closed_reason == "client_close"
-    assert done and all(h.status == "completed" for h in done)
-    got = np.frombuffer(b"".join(received), "<i2")
-    assert np.abs(got).max() > 5000  # the clip's tone, 16 kHz PCM16 (the preset's format)
-    # Every whole 80 ms unit was decided; the partial one left is reported, not hidden.
-    assert drained.units == len(got) // 1280
-    assert drained.audio_end_ms == round(len(got) / 16)
-    assert drained.dropped_ms == round(len(got) % 1280 / 16)
+        assert client.errors == []  # no session.end was sent (the server refuses it)
+    got = np.frombuffer(b"".join(received), "<f4")
+    assert np.abs(got).max() > 0.2  # the clip's tone, 16 kHz float32 (the preset's format)
+    frames = -(-len(got) // 1280)  # the last partial frame is padded by the server
+    assert end.drained and (end.status, end.reason) == ("completed", "stream_drained")
+    drain = {"accepted_frames": frames, "text_frames": frames, "audio_frames": frames}
+    assert end.drain == {**drain, "drained": True}
+    assert answer.sample_rate_hz == 22050 and answer.audio_ms == frames * 80
+    assert "one two" in answer.transcript
 
 
 async def test_the_blocking_client_ends_a_continuous_stream() -> None:
     async with ReferenceServer(profile="nemotron", engine="scripted") as server:
 
-        def script() -> tuple[int | None, int | None]:
+        def script() -> dict[str, object]:
             with SyncDuplexClient(server.url, model=None, config=presets.nemotron()) as client:
-                client.append_input(b"\x00\x10" * 1280 * 3 + b"\x00\x10" * 160, is_speech=True)
-                drained = client.end_stream(timeout=5)
-                return drained.units, drained.dropped_ms
+                pcm = np.full(1280 * 3 + 160, 0.1, "<f4").tobytes()
+                client.append_input(pcm, is_speech=True)
+                return client.end_stream(timeout=5).drain
 
-        units, dropped = await asyncio.to_thread(script)
-    assert (units, dropped) == (3, 10)
+        drain = await asyncio.to_thread(script)
+    assert drain == {"accepted_frames": 4, "text_frames": 4, "audio_frames": 4, "drained": True}
 
 
-async def test_end_stream_on_a_turn_based_profile_raises_the_servers_error() -> None:
-    async with (
-        ReferenceServer(profile="minicpmo", engine="scripted") as server,
-        DuplexClient(server.url, model="m") as client,
-    ):
+async def test_end_stream_on_a_turn_based_profile_is_a_close() -> None:
+    async with ReferenceServer(profile="minicpmo", engine="scripted") as server:
+        client = DuplexClient(server.url, model="m")
+        await client.connect()
         assert client.takes_commits and not client.continuous_stream
-        with pytest.raises(DuplexProtocolError) as info:
-            await client.end_stream(timeout=5)
-        assert info.value.code == "unknown_event"
-        assert client.is_open  # request-local: the session goes on
+        end = await client.end_stream(timeout=5)
+    assert not end.drained and end.closed_reason == "client_close"
+    assert client.errors == [] and not client.is_open

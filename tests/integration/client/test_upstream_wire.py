@@ -95,5 +95,5 @@ async def test_resume_of_an_unknown_session_stops_at_once() -> None:
 
         with pytest.raises(ResumeFailed) as info:
             await resume_attempts(policy, connect, resume)
-        # the flat handshake error is read, and unknown_session ends reconnection
-        assert (info.value.code, info.value.attempts) == (ErrorCode.UNKNOWN_SESSION, 1)
+        # the nested handshake error is read, and session_resume_expired ends reconnection
+        assert (info.value.code, info.value.attempts) == (ErrorCode.SESSION_RESUME_EXPIRED, 1)

@@ -112,15 +112,13 @@ async def test_personaplex_microphone_goes_out_as_24k_float_with_no_commits(
     assert float(np.sqrt(np.mean(first.astype(np.float64) ** 2))) > 0.15  # the tone, not silence
     types = [e["type"] for e in events(run)]
     assert "input_audio_buffer.commit" not in types and "input_audio_buffer.committed" not in types
-    assert "session.end" not in types and "stream_drained" not in types
+    assert "session.end" not in types
     # the answer is played as before: the fake speaker rendered it
     assert "response.done" in types and any(sd.outputs[0].played)
     assert result.counts["played_ms"] > 0 and result.counts["commits"] == 0
 
 
-async def test_nemotron_quit_ends_the_stream_with_session_end_then_drains(
-    tmp_path: Path, tone_wav: Path
-) -> None:
+async def test_nemotron_quit_closes_and_the_stream_drains(tmp_path: Path, tone_wav: Path) -> None:
     async with ReferenceServer(
         engine="scripted", profile="nemotron", script=Script.from_dict(SPEAK)
     ) as server:
@@ -131,16 +129,18 @@ async def test_nemotron_quit_ends_the_stream_with_session_end_then_drains(
     assert result.ok, result.error
     run = tmp_path / "run"
     timeline = json.loads((run / "input_timeline.json").read_text())
+    # auto asked for the default family's 16 kHz PCM16, which our nemotron profile also takes
     rows = check_grid(timeline, S16_16K)
     evs = events(run)
     types = [e["type"] for e in evs]
-    assert types.count("stream_drained") == 1 and "input_audio_buffer.committed" not in types
-    assert types.index("stream_drained") < types.index("session.closed")
-    drained = next(e["event"] for e in evs if e["type"] == "stream_drained")
-    assert drained["client_event_id"]  # the answer to our session.end
-    assert drained["audio_end_ms"] == rows[-1]["audio_end_ms"]
-    assert drained["units"] == len(rows)
-    assert "response.done" in types and any(sd.outputs[0].played)
+    assert "session.end" not in types and "input_audio_buffer.committed" not in types
+    (done,) = [e["event"] for e in evs if e["type"] == "response.done"]
+    assert done["response"]["status_details"]["reason"] == "stream_drained"
+    frames = -(-rows[-1]["audio_end_ms"] // 80)  # a partial last frame is padded
+    assert done["response"]["metadata"]["drain"]["accepted_frames"] == frames
+    assert types.index("response.done") < types.index("session.closed")
+    assert result.stream_end is not None and result.stream_end["drained"]
+    assert any(sd.outputs[0].played)
 
 
 async def test_commit_needing_turn_on_a_commit_free_session_is_a_usage_error(
@@ -199,9 +199,12 @@ async def test_cli_nemotron_ends_the_stream_on_quit(tmp_path: Path, tone_wav: Pa
     )  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["ok"] is True
-    types = [e["type"] for e in events(run)]
-    assert types.count("stream_drained") == 1
-    assert types.index("stream_drained") < types.index("session.closed")
+    evs = events(run)
+    types = [e["type"] for e in evs]
+    (done,) = [e["event"] for e in evs if e["type"] == "response.done"]
+    assert done["response"]["status_details"]["reason"] == "stream_drained"
+    assert types.index("response.done") < types.index("session.closed")
+    assert "session.end" not in types
 
 
 @pytest.mark.parametrize("turn", ["ptt", "vad"])
@@ -257,5 +260,6 @@ async def test_live_session_over_an_sdk_client_follows_its_format_and_drains() -
         h = Harness(server.url, config=presets.nemotron(), turn="model")
         async with h:
             await h.feed(240)
-        assert h.session.drained is not None  # quit ended the stream: session.end answered
-        assert h.session.drained.raw["units"] == len(h.session.append_ids) == 3
+        assert h.session.drained is not None  # quit closed the stream, which drained
+        assert h.session.drained.drained
+        assert h.session.drained.drain["accepted_frames"] == len(h.session.append_ids) == 3

@@ -6,6 +6,8 @@ server says it accepted.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from duplex_client.framing import check_timeline
 from duplex_client.run.live import LiveDevices, run_live
 from duplex_client.run.options import RunOptions
 from duplex_client.run.result import RunResult
-from duplex_client.server import ReferenceServer
+from duplex_client.server import ReferenceServer, Script
 from duplex_client.server.config import speech_available
 from tests.integration.live.helpers import audio_rows, tone_pcm, write_wav
 from tests.support.numbering import numbering_pairs
@@ -230,3 +232,33 @@ async def test_camera_only_sends_one_vision_unit_per_second(tmp_path: Path, tone
     assert [r["unit_kind"] for r in accepted] == ["VISION", "VISION"]
     assert result.timeline["audio_source"]["kind"] == "none"  # type: ignore[index]
     assert result.timeline["video"]["kind"] == "camera"  # type: ignore[index]
+
+
+async def test_qwen3_turn_sends_camera_frames_as_image_items(tmp_path: Path) -> None:
+    """The session says `supports_image_input`: each frame goes as an `input_image` item before
+    its append (none on the appends), and the turn ends with a commit and `response.create`."""
+    answer = Script.from_dict({"defaults": {"response.create": {"do": "speak", "text": "a cup"}}})
+    wav = write_wav(tmp_path / "speech.wav", tone_pcm(2000))
+    async with ReferenceServer(engine="scripted", profile="qwen3-turn", script=answer) as server:
+        result, _ = await live(
+            server, tmp_path, wav, preset="qwen3-turn", turn="ptt", duration_s=4.0,
+            no_playback=True, actions=("100:talk_down", "2100:talk_up"),
+        )  # fmt: skip
+        accepted = server.appends()
+        history = server.history()
+    assert result.ok, result.error
+    timeline = result.timeline
+    assert timeline is not None and timeline["video"]["frames_sent_as"] == "input_image_items"
+    framed = [r for r in timeline["appends"] if r["frames"]]
+    assert framed and all(len(r["frames"]) == 1 for r in framed)
+    assert accepted and all(not a["frames"] for a in accepted)  # never on an append
+    images = [
+        base64.b64decode(p["image_url"].split(",", 1)[1])
+        for item in history
+        for p in item.get("content") or []
+        if p.get("type") == "input_image"
+    ]
+    assert [hashlib.sha256(i).hexdigest() for i in images] == sent_frames(framed)
+    (commit,) = timeline["commits"]
+    assert commit["acknowledged"] is not None
+    assert [d["decision"] for d in result.decisions] == ["speak"]

@@ -135,6 +135,11 @@ async def test_output_audio_buffer_clear_interrupts_in_order(make_server: MakeSe
     assert types.index("output_audio_buffer.cleared") < types.index("response.done")
     assert events[types.index("output_audio_buffer.cleared")]["response_id"] == rid
     assert events[-1]["response"]["status"] == "cancelled"
+    # vLLM-Omni 0.30.0 (`session/runner.py` `_on_cancel`) names the clear, not a client cancel
+    assert events[-1]["response"]["status_details"] == {
+        "type": "cancelled",
+        "reason": "output_audio_buffer_clear",
+    }
     # no more deltas for it
     await wire.send({"type": "session.heartbeat"})
     later = await wire.until("session.heartbeat_ack")

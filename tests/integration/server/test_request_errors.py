@@ -106,7 +106,12 @@ CASES: list[tuple[dict[str, Any], str, str | None]] = [
     ),
     (
         {"type": "session.event_ack", "event_id": "evt_e", "server_event_seq": "1"},
-        ErrorCode.BAD_EVENT,
+        ErrorCode.INVALID_EVENT_ACK,  # vLLM-Omni 0.30.0 serving.py: not bad_event
+        "server_event_seq",
+    ),
+    (
+        {"type": "session.event_ack", "event_id": "evt_e", "server_event_seq": -1},
+        ErrorCode.INVALID_EVENT_ACK,
         "server_event_seq",
     ),
     (

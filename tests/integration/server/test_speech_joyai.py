@@ -49,7 +49,7 @@ async def test_vad_instruction_then_camera_turns_remember_the_instruction(
     wire = await Wire.connect(server.url)
     _, updated = await wire.open(**_vad_session())
     caps = updated["session"]["capabilities"]
-    assert caps["implementation_level"] == "chat_fallback"
+    assert caps["implementation_level"] == "turn_based_duplex"
     assert updated["session"]["turn_detection"]["type"] == "server_vad"
     await wire.send(append(event_id="cam_red", frames=[color_frame("red")], is_speech=False))
     await send_pcm(wire, spoken(INSTRUCTION), "say")
@@ -193,8 +193,8 @@ async def test_without_the_speech_engine_server_vad_is_unavailable(
     wire = await Wire.connect(server.url)
     await wire.send(session_update(**_vad_session()))
     err = await wire.error(ErrorCode.SERVER_VAD_UNAVAILABLE)
-    assert err["param"] == "turn_detection"  # a handshake error: the flat shape
+    assert err["error"]["param"] == "turn_detection"  # a handshake error, nested
     ptt = await Wire.connect(server.url)
     _, updated = await ptt.open(**_ptt_session())
-    assert updated["session"]["capabilities"]["implementation_level"] == "chat_fallback"
+    assert updated["session"]["capabilities"]["implementation_level"] == "turn_based_duplex"
     await ptt.close()

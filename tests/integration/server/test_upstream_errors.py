@@ -13,24 +13,25 @@ import pytest
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import Limits, ReferenceServer, Script
 from tests.integration.server.conftest import MakeServer
-from tests.integration.server.wire import Wire, append, is_flat_error, session_update, tone
+from tests.integration.server.wire import Wire, append, is_handshake_error, session_update, tone
 
 GENERATIONS = ["ga", "beta"]
 
 
-# --- handshake errors are flat ---
+# --- handshake errors are nested (vLLM-Omni 0.30.0 `entrypoints/duplex/serving.py`) ---
 
 
-async def test_handshake_errors_are_flat(make_server: MakeServer) -> None:
+async def test_handshake_errors_are_nested(make_server: MakeServer) -> None:
     server = await make_server(limits=Limits(first_message_timeout_s=0.2))
     cases = [
         ("not json", ErrorCode.INVALID_JSON),
-        ({"type": "input_audio_buffer.commit", "event_id": "evt_x"}, ErrorCode.BAD_EVENT),
-        (session_update(input_audio_format="mp3"), ErrorCode.UNSUPPORTED_AUDIO_FORMAT),
+        ("[1]", ErrorCode.BAD_EVENT),
+        (session_update(input_audio_format="mp3"), ErrorCode.INVALID_SESSION_CONFIG),
         (
             {"type": "session.resume", "session_id": "duplex-x", "resume_token": "rt_x"},
-            ErrorCode.UNKNOWN_SESSION,
+            ErrorCode.SESSION_RESUME_EXPIRED,
         ),
+        ({"type": "session.resume", "session_id": "duplex-x"}, ErrorCode.INVALID_SESSION_RESUME),
         (None, ErrorCode.CONFIG_TIMEOUT),
     ]
     for first, code in cases:
@@ -38,12 +39,13 @@ async def test_handshake_errors_are_flat(make_server: MakeServer) -> None:
         if first is not None:
             await wire.send(first)
         err = await wire.recv()
-        # exactly upstream's keys, plus our `param` when a field is at fault
-        assert is_flat_error(err, code), err
-        assert set(err) <= {"type", "event_id", "error", "code", "param"}
-        assert err["error"]  # one line naming what is wrong
+        # upstream's typed error event: `{type, event_id, error: {type, code, message, param?}}`
+        assert is_handshake_error(err, code), err
+        assert set(err) == {"type", "event_id", "error"}
+        assert set(err["error"]) <= {"type", "code", "message", "param"}
+        assert err["error"]["message"]  # one line naming what is wrong
         close_code, rest = await wire.closed()
-        assert close_code is not None and rest == []
+        assert close_code == 1000 and rest == []
     assert server.session_ids() == []
 
 
@@ -143,14 +145,14 @@ async def test_session_exists_when_an_id_is_taken(make_server: MakeServer) -> No
     second = await Wire.connect(server.url)
     await second.send(session_update())
     err = await second.recv()
-    assert is_flat_error(err, ErrorCode.SESSION_EXISTS)
+    assert is_handshake_error(err, ErrorCode.SESSION_EXISTS)
     close_code, _ = await second.closed()
-    assert close_code == 1011
+    assert close_code == 1000
     assert server.session_ids() == ["duplex-" + "1" * 32]  # the first one is untouched
     await first.close()
 
 
-async def test_unknown_session_versus_expired_on_resume(server: ReferenceServer) -> None:
+async def test_unknown_and_ended_sessions_both_expired_on_resume(server: ReferenceServer) -> None:
     wire = await Wire.connect(server.url)
     created, _ = await wire.open()
     await wire.send({"type": "session.close"})
@@ -162,11 +164,13 @@ async def test_unknown_session_versus_expired_on_resume(server: ReferenceServer)
     }
     ended = await Wire.connect(server.url)
     await ended.send(resume | {"session_id": created["session"]["id"]})
-    assert is_flat_error(await ended.recv(), ErrorCode.SESSION_RESUME_EXPIRED)
+    assert is_handshake_error(await ended.recv(), ErrorCode.SESSION_RESUME_EXPIRED)
     never = await Wire.connect(server.url)
     await never.send(resume | {"session_id": "duplex-" + "f" * 32})
     err = await never.recv()
-    assert is_flat_error(err, ErrorCode.UNKNOWN_SESSION) and err["param"] == "session_id"
+    # upstream answers an unknown id like an expired one ("Unknown or expired duplex session")
+    assert is_handshake_error(err, ErrorCode.SESSION_RESUME_EXPIRED)
+    assert err["error"]["param"] == "session_id"
 
 
 @pytest.mark.parametrize("session", [None, "nope", [1]])

@@ -55,6 +55,10 @@ def session_update(**session: Any) -> dict[str, Any]:
         "extra_body": {"auto_response": True},
     }
     body.update(session)
+    if body.get("overlap_policy") == "barge_in_on_speech" and "turn_detection" not in session:
+        # `turn_detection: null` makes the policy `listen_only` (vLLM-Omni 0.30.0 refuses the
+        # pair); our server's energy gate runs when turn detection is not mentioned
+        del body["turn_detection"]
     return {"type": "session.update", "event_id": "evt_open", "session": body}
 
 
@@ -165,6 +169,18 @@ def error_code(err: dict[str, Any]) -> str | None:
     """The code of an `error` event: nested `error.code`, or the flat handshake `code`."""
     body = err.get("error")
     return body.get("code") if isinstance(body, dict) else err.get("code")
+
+
+def is_handshake_error(err: dict[str, Any], code: str) -> bool:
+    """Whether `err` is a handshake refusal as vLLM-Omni 0.30.0 sends it: nested, unsequenced."""
+    body = err.get("error")
+    return (
+        err.get("type") == "error"
+        and isinstance(body, dict)
+        and body.get("code") == code
+        and isinstance(body.get("message"), str)
+        and "server_event_seq" not in err
+    )
 
 
 def is_flat_error(err: dict[str, Any], code: str) -> bool:

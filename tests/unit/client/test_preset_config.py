@@ -114,7 +114,6 @@ def test_the_configs_as_they_are_today() -> None:
     assert minicpmo == presets.minicpmo_4_5() and minicpmo.turn_detection is None
     assert preset_config("minicpmo", manual_commit=True).extra_body == {
         "auto_response": False,
-        "native_duplex": True,
         "force_listen_count": 0,
     }
     vad = preset_config("joyai")  # a file run: joyai's own turns are the server VAD's
@@ -130,7 +129,14 @@ def test_the_configs_as_they_are_today() -> None:
     assert preset_config("personaplex").input_audio_format == "pcm_f32le"
     assert preset_config("personaplex").input_sample_rate_hz == 24000
     assert preset_config("personaplex").voice == "NATF2.pt"
-    assert preset_config("nemotron") == presets.nemotron() == presets.aura()
+    nemotron = preset_config("nemotron")
+    assert nemotron == presets.nemotron()
+    assert (nemotron.input_audio_format, nemotron.input_sample_rate_hz) == ("pcm_f32le", 16000)
+    assert nemotron.output_sample_rate_hz == 22050
+    assert (
+        nemotron.with_overrides(input_audio_format="pcm16", output_sample_rate_hz=24000)
+        == presets.aura()
+    )
     assert preset_config("none") == SessionConfig()
     assert preset_config("none", ref_audio="data:x").ref_audio == "data:x"
 
@@ -176,6 +182,7 @@ def test_derived_tables_keep_their_meaning() -> None:
         "aura": None,
         "personaplex": "nvidia/personaplex-7b-v1",
         "nemotron": None,
+        "qwen3-turn": "Qwen/Qwen3-Omni-30B-A3B-Instruct",
         "none": None,
     }
     assert presets.preset_model("auto") is None  # unknown names name no model, as before

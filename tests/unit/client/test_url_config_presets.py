@@ -108,7 +108,6 @@ def test_minicpmo_preset_and_overrides_merge_extra_body(tmp_path) -> None:  # ty
     assert s["overlap_policy"] == "listen_only" and s["playback_commit_policy"] == "ack_only"
     assert s["extra_body"] == {
         "auto_response": True,
-        "native_duplex": True,
         "force_listen_count": 0,
         "sliding_window_mode": "basic",
     }

@@ -120,5 +120,6 @@ def test_the_new_presets_configure_the_session() -> None:
     assert (plex.input_audio_format, plex.input_sample_rate_hz) == ("pcm_f32le", 24000)
     assert plex.instructions == "be brief" and plex.turn_detection is None
     nemo = RunOptions(preset="nemotron").session_config()
-    assert (nemo.input_audio_format, nemo.input_sample_rate_hz) == ("pcm16", 16000)
+    assert (nemo.input_audio_format, nemo.input_sample_rate_hz) == ("pcm_f32le", 16000)
+    assert nemo.output_sample_rate_hz == 22050
     assert nemo.turn_detection is None

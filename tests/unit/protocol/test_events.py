@@ -12,6 +12,7 @@ from duplex_client.protocol import (
     Capabilities,
     CodecError,
     ConversationItemAdded,
+    DuplexPassthrough,
     ErrorEvent,
     InputAudioBufferCommitted,
     ResponseAudioDelta,
@@ -73,11 +74,21 @@ def test_ill_typed_fields_fall_back_to_defaults_instead_of_raising() -> None:
 
 
 def test_unknown_event_keeps_raw_dict() -> None:
-    raw = {"type": "duplex.something_new", "payload": {"a": [1, 2]}}
+    raw = {"type": "vendor.something_new", "payload": {"a": [1, 2]}}
     event = parse_server_event(raw)
     assert isinstance(event, UnknownEvent)
-    assert event.raw == raw and event.type == "duplex.something_new"
+    assert event.raw == raw and event.type == "vendor.something_new"
     assert isinstance(parse_server_event({"no_type": 1}), UnknownEvent)
+
+
+def test_duplex_passthrough_events_are_read_whatever_their_name() -> None:
+    """vLLM-Omni 0.30.0 `DuplexRawEvent`: `{type: "duplex.<internal type>", event}`."""
+    raw = {"type": "duplex.something_new", "event_id": "e1", "event": {"type": "something_new"}}
+    event = parse_server_event(raw)
+    assert isinstance(event, DuplexPassthrough)
+    assert event.internal_type == "something_new" and event.event == {"type": "something_new"}
+    assert event.raw == raw
+    assert isinstance(parse_server_event({"type": "duplex.x", "event": "junk"}), DuplexPassthrough)
 
 
 def test_every_registered_type_decodes_from_a_minimal_object() -> None:

@@ -5,6 +5,7 @@ events under every alias a server accepts, strictly and tolerantly alike."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -95,12 +96,18 @@ _VALID: dict[tuple[type, str], st.SearchStrategy[Any]] = {
 
 def _number(s: Spec, integer: bool) -> st.SearchStrategy[Any]:
     rule = s.rule
-    low = rule.ge if rule.ge is not None else (rule.gt + 1 if rule.gt is not None else -(2**40))
     high = rule.le if rule.le is not None else 2**40
-    ints = st.integers(int(low), int(high))
+    if rule.ge is not None:
+        low, exclude = rule.ge, False
+    elif rule.gt is not None:
+        low, exclude = rule.gt, True  # an exclusive bound (`threshold > 0.15`)
+    else:
+        low, exclude = -(2**40), False
+    ints = st.integers(math.floor(low) + 1 if exclude else math.ceil(low), math.floor(high))
     if integer:
         return ints
-    return ints | st.floats(low, high, allow_nan=False, allow_infinity=False)
+    floats = st.floats(low, high, exclude_min=exclude, allow_nan=False, allow_infinity=False)
+    return ints | floats
 
 
 def _scalar(kind: int, s: Spec) -> st.SearchStrategy[Any]:

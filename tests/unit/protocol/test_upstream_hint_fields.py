@@ -148,9 +148,14 @@ def test_the_server_vad_reads_its_knobs_through_the_schema() -> None:
 
     base = SessionSettings()
     assert _params(base) == VadParams()
-    vad = {"type": "server_vad", "threshold": 0.7, "silence_duration_ms": 300.0}
+    vad = {
+        "type": "server_vad",
+        "threshold": 0.7,
+        "silence_duration_ms": 300.0,
+        "min_speech_duration_ms": 160.0,
+    }
     tuned = _params(replace(base, turn_detection=vad))
-    assert (tuned.threshold, tuned.silence_ms) == (0.7, 300)
+    assert (tuned.threshold, tuned.silence_ms, tuned.min_speech_ms) == (0.7, 300, 160)
     plain = _params(replace(base, turn_detection={"type": "server_vad"}))
     assert (plain.threshold, plain.silence_ms) == (VadParams().threshold, VadParams().silence_ms)
 

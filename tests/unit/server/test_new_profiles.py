@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pytest
 
 from duplex_client.server.engine.script import Script
-from tests.unit.server.helpers import append, events, open_session, tone, types
+from tests.unit.server.helpers import append, closes, events, open_session, tone, types
 
 
 def f32_tone(ms: int, rate: int = 24000) -> bytes:
@@ -48,8 +50,8 @@ def test_personaplex_refuses_resume() -> None:
         1.0,
     )
     assert result.session is None
-    refusal = events(result.outputs)[0]  # a resume refusal is a flat handshake error
-    assert refusal["code"] == "unsupported_session_resume" and isinstance(refusal["error"], str)
+    refusal = events(result.outputs)[0]  # a resume refusal is a nested handshake error
+    assert refusal["error"]["code"] == "unsupported_session_resume"
 
 
 def test_personaplex_answers_continuous_float_speech_without_a_commit() -> None:
@@ -76,81 +78,100 @@ def test_personaplex_answers_continuous_float_speech_without_a_commit() -> None:
     assert len(session.ledger.appends) == 8
 
 
-def test_nemotron_advertises_continuous_stream_and_tools() -> None:
+def test_nemotron_advertises_its_real_shape() -> None:
+    """16 kHz float32 in 80 ms frames, 22.05 kHz out, beta names (vLLM-Omni 0.30.0
+    `clients/nemotron_voicechat.py`; Sy0307's Nemotron e2e reads beta names)."""
     _, _, out = open_session(profile="nemotron")
     caps = caps_of(out)
     assert caps["response_lifecycle"] == "continuous_stream"
+    assert caps["input_audio_format"] == "pcm_f32le" and caps["input_sample_rate_hz"] == 16000
     assert caps["supports_tools"] is True
-    assert caps["chunk_period_ms"] == 80
+    assert caps["chunk_period_ms"] == caps["first_unit_ms"] == 80
     assert caps["supports_session_resume"] is True
     assert caps["supports_barge_in"] is False
+    created = next(e for e in events(out) if e["type"] == "session.created")
+    assert created["session"]["audio"]["output"]["sample_rate_hz"] == 22050
 
 
-def test_session_end_waits_for_the_playing_response_then_stream_drained() -> None:
-    script = Script.from_dict(
-        {
-            "chunk_ms": 200,
-            "chunk_interval_ms": 200,  # the answer takes a while to send
-            "rules": [{"on": "unit", "index": 2, "do": "speak", "text": "one two three"}],
-        }
-    )
-    _, session, _ = open_session(profile="nemotron", script=script)
-    now = 0.0
+NEMOTRON_SPEAKS = {
+    "chunk_ms": 200,
+    "rules": [{"on": "unit", "index": 2, "do": "speak", "text": "one two three"}],
+}
+
+
+def _frames(session, now: float, count: int, *, ms: int = 80) -> tuple[float, list[dict]]:
     seen: list[dict] = []
-    for k in range(3):
-        now += 0.08
-        seen += events(session.handle(append(tone(80), event_id=f"evt_{k}"), now))
-    # 30 ms more: a partial unit that session.end leaves undecided.
-    now += 0.03
-    seen += events(session.handle(append(tone(30), event_id="evt_p"), now))
-    assert any(e["type"] == "response.created" for e in seen)
-    out = events(session.handle({"type": "session.end", "event_id": "evt_end"}, now))
-    assert "stream_drained" not in [e["type"] for e in out]  # the answer is still playing
-    # Input after the end is refused; the response is not cancelled.
-    late = events(session.handle(append(tone(80), event_id="evt_late"), now))
-    assert late[0]["error"]["code"] == "bad_event"
-    seen = out + late
-    for _ in range(100):
-        now += 0.1
-        seen += events(session.tick(now))
-        if any(e["type"] == "stream_drained" for e in seen):
-            break
+    for k in range(count):
+        now += ms / 1000
+        seen += events(session.handle(append(f32_tone(ms, 16000), event_id=f"evt_{k}"), now))
+    return now, seen
+
+
+def test_nemotron_answers_every_frame_with_one_packet_of_one_response() -> None:
+    _, session, _ = open_session(profile="nemotron", script=Script.from_dict(NEMOTRON_SPEAKS))
+    _, seen = _frames(session, 0.0, 8)
     kinds = [e["type"] for e in seen]
-    done = next(e for e in seen if e["type"] == "response.done")
-    assert done["response"]["status"] == "completed"
-    assert kinds.index("stream_drained") > kinds.index("response.done")
-    drained = next(e for e in seen if e["type"] == "stream_drained")
-    assert drained["client_event_id"] == "evt_end"
-    assert drained["session_id"] == session.session_id
-    assert drained["audio_end_ms"] == 270 and drained["units"] == 3
-    assert drained["dropped_ms"] == 30
-    assert "server_event_seq" in drained
-    assert kinds.count("stream_drained") == 1
-    # The session is still open; session.close ends it as usual.
-    closed = types(session.handle({"type": "session.close"}, now))
-    assert closed[-1] == "session.closed"
+    assert kinds.count("response.created") == 1
+    assert kinds.count("response.speak") == 1
+    assert "response.done" not in kinds  # one response for the whole stream
+    deltas = [e for e in seen if e["type"] == "response.audio.delta"]  # beta names
+    assert len(deltas) == 8  # one 80 ms packet per frame
+    assert {len(base64.b64decode(d["delta"])) for d in deltas} == {2 * 22050 * 80 // 1000}
+    assert {d["sample_rate_hz"] for d in deltas} == {22050}
+    # silence until the model speaks at frame 2, its speech after; a transcript delta each
+    loud = [bool(np.frombuffer(base64.b64decode(d["delta"]), "<i2").any()) for d in deltas]
+    assert loud[:2] == [False, False] and all(loud[2:])
+    transcripts = [e for e in seen if e["type"] == "response.audio_transcript.delta"]
+    assert len(transcripts) == 8 and "".join(t["delta"] for t in transcripts).startswith("one")
 
 
-def test_session_end_with_nothing_pending_drains_at_once() -> None:
-    _, session, _ = open_session(profile="nemotron")
-    kinds = types(session.handle({"type": "session.end"}, 0.1))
-    assert kinds == ["stream_drained"]
+def test_session_close_drains_the_stream() -> None:
+    """Sy0307's Nemotron e2e: trailing silence, `session.close`, one `response.done`
+    `completed`/`stream_drained` with `metadata.drain` counting every frame, then the close."""
+    _, session, _ = open_session(profile="nemotron", script=Script.from_dict(NEMOTRON_SPEAKS))
+    now, seen = _frames(session, 0.0, 6)
+    now += 0.03
+    seen += events(session.handle(append(f32_tone(30, 16000), event_id="evt_p"), now))
+    out = session.handle({"type": "session.close", "event_id": "evt_close"}, now)
+    for _ in range(50):
+        if closes(out):
+            break
+        now += 0.05
+        out += session.tick(now)
+    seen += events(out)
+    kinds = [e["type"] for e in seen]
+    assert kinds.count("response.done") == 1
+    assert kinds[-1] == "session.closed" and seen[-1]["reason"] == "client_close"
+    done = next(e for e in seen if e["type"] == "response.done")["response"]
+    assert done["status"] == "completed"
+    assert done["status_details"] == {"type": "completed", "reason": "stream_drained"}
+    # the 30 ms tail was padded to a seventh frame, as Nemotron's flush does
+    drain = {"accepted_frames": 7, "text_frames": 7, "audio_frames": 7, "drained": True}
+    assert done["metadata"]["drain"] == drain
+    assert kinds.count("response.audio.delta") == 7
+    assert kinds.index("response.done") < kinds.index("session.closed")
+    assert closes(out)[0].code == 1000
 
 
-@pytest.mark.parametrize("profile", ["minicpmo", "personaplex"])
-def test_session_end_is_refused_without_continuous_stream(profile: str) -> None:
+def test_input_after_session_close_is_refused_while_draining() -> None:
+    script = Script.from_dict({"defaults": {"unit": {"do": "listen", "delay_ms": 200}}})
+    _, session, _ = open_session(profile="nemotron", script=script)
+    now, _ = _frames(session, 0.0, 2)
+    session.handle({"type": "session.close"}, now)
+    late = events(session.handle(append(f32_tone(80, 16000), event_id="evt_late"), now))
+    assert late[0]["error"]["code"] == "session_closed"
+
+
+@pytest.mark.parametrize("profile", ["nemotron", "minicpmo", "personaplex"])
+def test_session_end_is_no_event(profile: str) -> None:
+    """No upstream server has `session.end`: unknown, and nothing changes."""
     _, session, _ = open_session(profile=profile)
     err = events(session.handle({"type": "session.end", "event_id": "e1"}, 0.1))
     assert err[0]["type"] == "error"
     assert err[0]["error"]["code"] == "unknown_event"
-    # Nothing changed: input is still accepted.
-    pcm = tone(80) if profile == "minicpmo" else f32_tone(80)
+    rate = 16000 if profile == "nemotron" else 24000
+    pcm = tone(80) if profile == "minicpmo" else f32_tone(80, rate)
     assert "error" not in types(session.handle(append(pcm), 0.2))
-
-
-def test_session_end_in_beta_names_is_the_same_event() -> None:
-    _, session, _ = open_session(profile="nemotron", event_names="beta")
-    assert types(session.handle({"type": "session.end"}, 0.1)) == ["stream_drained"]
 
 
 @pytest.mark.parametrize("profile", ["personaplex", "nemotron"])
@@ -162,7 +183,7 @@ def test_speech_over_an_answer_does_not_barge_in_without_the_capability(profile:
             "rules": [{"on": "unit", "index": 1, "do": "speak", "text": "a b c d e f"}],
         }
     )
-    pcm = f32_tone(80) if profile == "personaplex" else tone(80)
+    pcm = f32_tone(80) if profile == "personaplex" else f32_tone(80, 16000)
     _, session, _ = open_session(
         profile=profile, script=script, session={"overlap_policy": "barge_in_on_speech"}
     )
@@ -177,5 +198,9 @@ def test_speech_over_an_answer_does_not_barge_in_without_the_capability(profile:
     kinds = [e["type"] for e in seen]
     assert "response.created" in kinds
     assert "input_audio_buffer.speech_started" not in kinds
-    done = next(e for e in seen if e["type"] == "response.done")
-    assert done["response"]["status"] == "completed"
+    assert "output_audio_buffer.cleared" not in kinds
+    if profile == "personaplex":
+        done = next(e for e in seen if e["type"] == "response.done")
+        assert done["response"]["status"] == "completed"
+    else:  # the one continuous response goes on until session.close
+        assert "response.done" not in kinds

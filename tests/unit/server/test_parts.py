@@ -120,7 +120,7 @@ def test_update_merges_and_validates() -> None:
 def test_profiles() -> None:
     assert get_profile("aura").required_modalities == ("video",)
     joyai = get_profile("joyai")
-    assert joyai.implementation_level == "chat_fallback" and joyai.has_server_vad
+    assert joyai.implementation_level == "turn_based_duplex" and joyai.has_server_vad
     assert not get_profile("joyai", server_vad=False).has_server_vad
     with pytest.raises(ProfileUnavailableError):
         get_profile("nope")

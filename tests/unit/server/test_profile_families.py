@@ -37,7 +37,7 @@ def test_a_profile_advertises_its_familys_grid_lane_and_rules(f: ModelFamily) ->
     caps = wire_capabilities(f.name)
     assert (caps.first_unit_ms, caps.chunk_period_ms) == (f.first_unit_ms, f.chunk_period_ms)
     assert caps.implementation_level == (
-        "model_native_duplex" if f.model_owned_turns else "chat_fallback"
+        "model_native_duplex" if f.model_owned_turns else "turn_based_duplex"
     )
     assert caps.required_input_modalities == f.required_modalities
     assert caps.optional_input_modalities == f.optional_modalities

@@ -56,16 +56,29 @@ def test_paced_output_chunks() -> None:
     assert session.conversation.active is not None
 
 
-def test_idle_ttl_expires() -> None:
-    _, session, _ = open_session(session={"idle_timeout_s": 5})
+def test_an_idle_read_timeout_detaches_into_the_grace() -> None:
+    """vLLM-Omni 0.30.0's read loop: no client event for `idle_timeout_s` is a disconnect."""
+    _, session, _ = open_session(
+        session={"idle_timeout_s": 5}, limits=Limits(disconnect_grace_s=10)
+    )
     session.handle({"type": "session.heartbeat"}, 3.0)
     assert session.next_deadline() == 8.0
     out = session.tick(8.0)
+    assert events(out) == [] and closes(out)[0].code == 1000  # the socket closes, quietly
+    assert session.state is SessionState.DETACHED and not session.closed
+    out = session.tick(18.0)  # the grace ran out
     assert events(out)[-1] == events(out)[-1] | {
         "type": "session.expired",
-        "reason": "idle_ttl_expired",
+        "reason": "disconnect_grace_expired",
     }
-    assert closes(out)[0].code == 1000 and session.closed
+    assert session.closed
+
+
+def test_an_idle_read_timeout_ends_a_session_that_cannot_resume() -> None:
+    _, session, _ = open_session(session={"idle_timeout_s": 5}, resumable=False)
+    out = session.tick(5.0)
+    assert events(out)[-1] == events(out)[-1] | {"type": "session.closed", "reason": "disconnect"}
+    assert session.closed
 
 
 def test_disconnect_grace_then_expiry() -> None:
@@ -100,7 +113,8 @@ def test_resume_rotates_the_token_and_replays() -> None:
     again = registry.resume(
         {"type": "session.resume", "session_id": session.session_id, "resume_token": token}, 3.0
     )
-    assert events(again.outputs)[0]["code"] == ErrorCode.SESSION_RESUME_CONFLICT  # flat (handshake)
+    refused = events(again.outputs)[0]["error"]  # nested, as vLLM-Omni 0.30.0's handshake
+    assert refused["code"] == ErrorCode.SESSION_RESUME_CONFLICT
 
 
 def test_replaced_outputs() -> None:

@@ -12,6 +12,7 @@ from duplex_client.analysis.playback import LiveOutput
 from duplex_client.client.prefetch import planning_pool
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.client.session import DuplexClientBase
+from duplex_client.client.stream_end import StreamEnd
 from duplex_client.client.streaming import append_planned
 from duplex_client.framing.clock import MediaClock
 from duplex_client.framing.live import LiveFramer
@@ -31,7 +32,7 @@ from duplex_client.run.sources.devices.answers import AnswerWatch
 from duplex_client.run.turns import COMMIT_TURNS, TURN_MODES, TurnMode, no_commits_error
 from duplex_client.usage import UsageError
 
-#: How long `end_stream()` may wait for `stream_drained` when a continuous stream is quit.
+#: How long `end_stream()` may wait for the drained response when a continuous stream is quit.
 DRAIN_TIMEOUT_S = 10.0
 _POLL_S = 0.25
 _TRANSCRIPT_LINES = 6
@@ -54,7 +55,7 @@ class LiveSession:
     float32 for PersonaPlex-style): the microphone is told it before it starts. A session
     that takes no commits (`client.takes_commits` false) refuses `vad` and `ptt` turns with
     a `UsageError`; a continuous stream is ended with `end_stream()` when the loop ends
-    (quit, time limit), and `drained` keeps the server's `stream_drained`.
+    (quit, time limit): `session.close`, which drains its one response; `drained` keeps how.
     """
 
     def __init__(
@@ -113,7 +114,7 @@ class LiveSession:
         self._talking = False
         self._hold_samples = 0
         self.fmt: PcmFormat = DEFAULT_PCM
-        self.drained: se.StreamDrained | None = None
+        self.drained: StreamEnd | None = None
         self.answers = AnswerWatch(self.progress, self.clock.now)
 
     # --- run ---
@@ -167,16 +168,19 @@ class LiveSession:
             await self._stop(ack_task)
 
     async def _end_stream(self) -> None:
-        """A continuous stream's input ends with `session.end`; `stream_drained` is kept."""
+        """A continuous stream ends at `session.close`, which drains it; how is kept."""
         if not self.client.continuous_stream or not self.client.is_open:
             return
         self.progress.phase = "draining"
         try:
             self.drained = await self.client.end_stream(timeout=DRAIN_TIMEOUT_S)
-        except TimeoutError:
-            self.progress.warn(f"no stream_drained within {DRAIN_TIMEOUT_S:g} s of session.end")
         except DuplexClientError as exc:
-            self.progress.warn(f"session.end: {exc}")
+            self.progress.warn(f"session.close: {exc}")
+            return
+        if not self.drained.drained:
+            self.progress.warn(
+                f"the stream did not drain within {DRAIN_TIMEOUT_S:g} s of session.close"
+            )
 
     def _start_camera(self) -> None:
         """Start the camera; an optional one that is missing only warns (audio only)."""
@@ -208,6 +212,8 @@ class LiveSession:
         self.timeline.audio_source = audio_source_facts(self._audio_info())
         if self.feed is not None:
             self.timeline.video = video_facts(self.feed.info(self._unit_ms()))
+            if self.client.capabilities.supports_image_input and self.timeline.video is not None:
+                self.timeline.video = {**self.timeline.video, "frames_sent_as": "input_image_items"}
 
     def _audio_info(self) -> dict[str, Any] | None:
         return self.mic.info() if self.mic_present else None
