@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help install run next test lint typecheck unit bench clean distclean
+.PHONY: help install upstream run next test lint typecheck unit bench clean distclean
 
 help:
 	@echo "make install    create .venv and install the client, the CLI and the dev extras"
@@ -13,6 +13,7 @@ help:
 	@echo "make next       what to try after make run (report, eval)"
 	@echo "make test       lint, typecheck and the whole test suite"
 	@echo "make lint | typecheck | unit | bench"
+	@echo "make upstream   fetch and unzip the vllm-omni wheel the fidelity tests read (install does)"
 	@echo "make clean      remove .venv and the tool caches (.mypy_cache .pytest_cache"
 	@echo "                .ruff_cache .import_linter_cache __pycache__);"
 	@echo "                keeps runs/, .hypothesis/ and *.egg-info"
@@ -23,7 +24,17 @@ $(STAMP): pyproject.toml cli/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,server,mic,vad,notebook,ray,report]' -e ./cli
+	$(MAKE) --no-print-directory upstream
 	touch $(STAMP)
+
+# Upstream's own code, read by the fidelity tests (the appendix's evidence, vLLM-Omni's own
+# client against our server): the wheel alone, unzipped, never installed (it needs torch).
+UPSTREAM := $(VENV)/upstream/vllm-omni
+upstream:
+	rm -rf $(UPSTREAM) $(VENV)/upstream/wheel
+	$(BIN)/python -m pip download -q --disable-pip-version-check --no-deps vllm-omni==0.30.0 -d $(VENV)/upstream/wheel \
+	  && $(BIN)/python -m zipfile -e $(VENV)/upstream/wheel/vllm_omni-0.30.0-py3-none-any.whl $(UPSTREAM) \
+	  || echo "warning: the vllm-omni 0.30.0 wheel was not downloaded; the tests that read it will skip" >&2
 
 install: $(STAMP)
 

@@ -12,7 +12,6 @@ import dataclasses
 import importlib
 import inspect
 import json
-import os
 import pkgutil
 import re
 import typing
@@ -29,6 +28,7 @@ from duplex_client.protocol.events import SERVER_EVENT_TYPES, parse_server_event
 from duplex_client.protocol.fields import SchemaError
 from duplex_client.protocol.schema import Record, specs
 from duplex_client.server.errors import error_class
+from tests.support.upstream_wheel import MISSING, vllm_omni_src
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 APPENDIX = "## Appendix: upstream conformance"
@@ -382,7 +382,7 @@ def test_error_code_row(row: Row) -> None:
 
 EVIDENCE = "Evidence (vLLM-Omni 0.30.0)"
 #: The unzipped `vllm-omni` 0.30.0 wheel (the folder holding `vllm_omni/`), when available.
-VLLM_OMNI_SRC = os.environ.get("VLLM_OMNI_SRC")
+VLLM_OMNI_SRC = vllm_omni_src()
 
 
 def _candidates(row: Row) -> set[str]:
@@ -412,11 +412,14 @@ def test_every_row_cites_its_evidence() -> None:
             ), f"line {row.line}: evidence {cell!r}"
 
 
-@pytest.mark.skipif(not VLLM_OMNI_SRC, reason="VLLM_OMNI_SRC names no unzipped vllm-omni wheel")
+@pytest.mark.skipif(
+    VLLM_OMNI_SRC is None,
+    reason=MISSING,
+)
 def test_cited_files_hold_the_names() -> None:
     """Each cited 0.30.0 file exists and names the row's event, field, value or code."""
     assert VLLM_OMNI_SRC is not None
-    root = Path(VLLM_OMNI_SRC)
+    root = VLLM_OMNI_SRC
     for rows in TABLES.values():
         for row in rows:
             cell = row.cells[EVIDENCE].strip()

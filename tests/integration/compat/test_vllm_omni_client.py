@@ -3,12 +3,9 @@
 The client module (`vllm_omni/clients/duplex.py` and its presets) imports no GPU stack,
 but the package's `__init__` does (torch, through `vllm_omni.patch`). So the module is loaded
 from an unzipped wheel with a bare parent package in its place, never running that
-`__init__`. Point `VLLM_OMNI_SRC` at the unzipped wheel (the folder holding `vllm_omni/`):
-
-    pip download --no-deps vllm-omni==0.30.0 -d /tmp/w && unzip -q /tmp/w/*.whl -d /tmp/w/src
-    VLLM_OMNI_SRC=/tmp/w/src pytest tests/integration/compat
-
-Without it these tests are skipped. The scenarios are those the client's own docstring and
+`__init__`. `make install` unzips the wheel into `.venv/upstream/vllm-omni`; `VLLM_OMNI_SRC`
+may point at another unzipped copy (the folder holding `vllm_omni/`). Without either, these
+tests are skipped. The scenarios are those the client's own docstring and
 presets describe: a MiniCPM-o turn (stream, commit, one spoken response, playback acks), a
 Nemotron VoiceChat stream (80 ms float frames, trailing silence, the drain at close), a
 transparent resume after a dropped socket, and a refused handshake.
@@ -19,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import importlib
-import os
 import sys
 import types
 from pathlib import Path
@@ -30,11 +26,12 @@ import pytest
 
 from duplex_client.server import ReferenceServer, Script
 from tests.integration.resilience.proxy import FaultyProxy
+from tests.support.upstream_wheel import MISSING, vllm_omni_src
 
-SRC = os.environ.get("VLLM_OMNI_SRC")
+SRC = vllm_omni_src()
 pytestmark = pytest.mark.skipif(
-    not SRC or not (Path(SRC) / "vllm_omni" / "clients" / "duplex.py").is_file(),
-    reason="VLLM_OMNI_SRC does not point at an unzipped vllm-omni wheel",
+    SRC is None or not (SRC / "vllm_omni" / "clients" / "duplex.py").is_file(),
+    reason=MISSING,
 )
 SPEAK = Script.from_dict(
     {"defaults": {"commit": {"do": "speak", "text": "hello from the reference server"}}}
