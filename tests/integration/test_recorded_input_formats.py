@@ -9,6 +9,7 @@ it, so the turn's latency is measured.
 
 from __future__ import annotations
 
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,9 @@ async def test_the_recorded_input_is_the_speech_sent_in_every_format(
     assert result.timeline["input_format"]["encoding"] == family.input_format
     # The input channel of conversation.wav is the source speech (at the answers' rate).
     mix = read_wav_int16(tmp_path / "run" / "conversation.wav")
-    rate = 24000
+    with wave.open(str(tmp_path / "run" / "conversation.wav")) as w:
+        rate = w.getframerate()
+    assert rate == family.output_rate_hz
     left = mix[:, 0].astype(np.float64) / 32768
     ref = resample(source, 16000, rate).astype(np.float64) / 32768
     n = min(len(left), len(ref))
