@@ -51,6 +51,7 @@ class Layout(StrEnum):
     fdb = "fdb"
     bundles = "bundles"
     omniinteract = "omniinteract"
+    omni_duplexeval = "omni-duplexeval"
 
 
 class Export(StrEnum):
@@ -58,6 +59,7 @@ class Export(StrEnum):
 
     fdb = "fdb"
     omniinteract = "omniinteract"
+    omni_duplexeval = "omni-duplexeval"
 
 
 class EvalCommand(Command):

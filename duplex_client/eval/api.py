@@ -253,7 +253,7 @@ async def run_eval_async(
             )
     if export is not None:
         notes = await asyncio.to_thread(
-            write_export, export, summary, chosen, out, export_dir, repeat
+            write_export, export, summary, chosen, out, export_dir, repeat, base
         )
         progress.notes.extend(notes)
     agg = summary.aggregate()

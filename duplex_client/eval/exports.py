@@ -1,6 +1,7 @@
 """`--export`: write a benchmark's own output tree from an eval's finished item bundles.
 
-Each layout's writer lives with its reader (`eval.fdb`, `eval.omniinteract`); this module
+Each layout's writer lives with its reader (`eval.fdb`, `eval.omniinteract`,
+`eval.omni_duplexeval`); this module
 picks it by name and runs it over the summary's records, returning one note per item worth
 a line.
 """
@@ -10,19 +11,32 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from duplex_client.bundle.eval_layout import FDB_EXPORT_DIR
 from duplex_client.eval.item import EvalItem
 from duplex_client.eval.summary import EvalSummary
+from duplex_client.run.options import RunOptions
 from duplex_client.usage import UsageError
 
 __all__ = ["EXPORTS", "check_export", "write_export"]
 
 #: The export names `--export` takes.
-EXPORTS: Final = ("fdb", "omniinteract")
+EXPORTS: Final = ("fdb", "omniinteract", "omni-duplexeval")
 #: Where each export writes unless told otherwise (below the eval's output directory).
-_DEFAULT_DIRS: Final = {"fdb": FDB_EXPORT_DIR, "omniinteract": "omniinteract"}
+_DEFAULT_DIRS: Final = {
+    "fdb": FDB_EXPORT_DIR,
+    "omniinteract": "omniinteract",
+    "omni-duplexeval": "omni-duplexeval",
+}
+#: The item column that marks an item of each benchmark's own layout.
+_MARKS: Final = {
+    "omniinteract": ("omniinteract_subset", "an OmniInteract input tree ([data/]1q1a, ...)"),
+    "omni-duplexeval": (
+        "omni_duplexeval_split",
+        "an Omni-DuplexEval dataset ([data/]<RTD_*|PR_*>-*.parquet)",
+    ),
+}
 
 
 def check_export(export: str | None, items: Sequence[EvalItem]) -> None:
@@ -38,12 +52,10 @@ def check_export(export: str | None, items: Sequence[EvalItem]) -> None:
             "export fdb needs a Full-Duplex-Bench input tree ({task}/{ID}/input.wav)",
             param="export",
         )
-    if export == "omniinteract" and any("omniinteract_subset" not in i.extra for i in items):
-        raise UsageError(
-            "export omniinteract needs an OmniInteract input tree "
-            "([data/]{1q1a,1q1a_math,1qna}/...)",
-            param="export",
-        )
+    if export in _MARKS:
+        column, what = _MARKS[export]
+        if any(column not in i.extra for i in items):
+            raise UsageError(f"export {export} needs {what}", param="export")
 
 
 def write_export(
@@ -53,10 +65,12 @@ def write_export(
     out: Path,
     export_dir: str | os.PathLike[str] | None,
     repeat: int,
-    **_context: Any,
+    options: RunOptions | None = None,
 ) -> list[str]:
     """Write `export` for every finished item into `export_dir` (default: under `out`)."""
     root = Path(export_dir) if export_dir is not None else out / _DEFAULT_DIRS[export]
+    if export == "omni-duplexeval":
+        return _omni_duplexeval(summary, items, out, root, repeat, options or RunOptions())
     if export == "omniinteract":
         if export_dir is None:
             root /= _model_folder(summary)
@@ -70,6 +84,40 @@ def write_export(
         outcome = export_item(by_id[record.id], out / record.bundle, target)
         if outcome.note:
             notes.append(f"{record.label}: {outcome.note}")
+    return notes
+
+
+def _omni_duplexeval(
+    summary: EvalSummary,
+    items: Sequence[EvalItem],
+    out: Path,
+    root: Path,
+    repeat: int,
+    options: RunOptions,
+) -> list[str]:
+    from duplex_client.eval.omni_duplexeval import export_case, ref_audio_sha256, write_batch
+    from duplex_client.eval.summary import timing_valid
+
+    by_id = {i.id: i for i in items}
+    settings = {
+        "model": options.model_name,
+        "fps": options.video_fps,
+        "ref_audio_sha256": ref_audio_sha256(options.ref_audio),
+    }
+    notes: list[str] = []
+    for k in range(1, repeat + 1) if repeat > 1 else (None,):
+        target = root / str(k) if k is not None else root
+        records = [r for r in summary.records if r.repeat == k]
+        cases = []
+        for record in records:
+            valid = timing_valid(record, summary.max_lateness_ms)
+            case = export_case(
+                by_id[record.id], record.result, valid, out / record.bundle, target, settings
+            )
+            cases.append(case)
+            if case.note:
+                notes.append(f"{record.label}: {case.note}")
+        write_batch(target, cases, [r.result for r in records])
     return notes
 
 

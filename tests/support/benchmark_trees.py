@@ -38,3 +38,33 @@ def omniinteract_tree(root: Path) -> Path:
     steps = {"question_time": 0.5, "question_text": "tell me", "answers": answers}
     _json(data / "1qna" / "annotations" / "ego" / "0002.json", steps)
     return root
+
+
+def omni_duplexeval_dataset(root: Path) -> Path:
+    """`root/data/RTD_OCR-…parquet` (a case with inline video and question audio) and
+    `root/data/PR_event_reminder-…parquet` (a case naming its files by relative path)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.support.media_files import write_audio_file
+
+    media = root / "media"
+    media.mkdir(parents=True)
+    video = write_clip(media / "v.mp4", video_seconds=VIDEO_S, fps=5, audio_seconds=VIDEO_S)
+    question = write_audio_file(media / "q.wav", 0.8, 16000, 300.0)
+    common = {"question_text": "Describe it.", "answer1": "red", "answer2": "a red card",
+              "reminder1": None, "reminder2": None, "video_type": "synthetic",
+              "video_duration": VIDEO_S}  # fmt: skip
+    inline = {
+        **common,
+        "id": "ocr_1",
+        "video": {"bytes": video.read_bytes(), "path": "ocr_1.mp4"},
+        "question_audio": {"bytes": question.read_bytes(), "path": "ocr_1.wav"},
+    }
+    named = {**common, "id": "pr_1", "reminder1": 2.0, "video": "media/v.mp4",
+             "question_audio": "media/q.wav"}  # fmt: skip
+    data = root / "data"
+    data.mkdir()
+    pq.write_table(pa.Table.from_pylist([inline]), data / "RTD_OCR-00000-of-00001.parquet")
+    pq.write_table(pa.Table.from_pylist([named]), data / "PR_event_reminder-00000-of-00001.parquet")
+    return root
