@@ -73,6 +73,8 @@ def fdb_eval(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvalResult
         server_engine="scripted", server_script=str(script), tail_silence_s=1.5,
     )  # fmt: skip
     assert result.exit_code == 0, (result.error, result.rows)
+    # the fdb_* columns are the layout's, not manifest columns that set nothing
+    assert not any("manifest column" in note for note in result.notes), result.notes
     return base, result
 
 
