@@ -23,7 +23,7 @@ help:
 $(STAMP): pyproject.toml cli/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,server,mic,vad,notebook,ray,report]' -e ./cli
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev,server,mic,vad,notebook,ray,report,benchmarks]' -e ./cli
 	$(MAKE) --no-print-directory upstream
 	touch $(STAMP)
 

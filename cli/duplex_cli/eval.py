@@ -50,12 +50,16 @@ class Layout(StrEnum):
     manifest = "manifest"
     fdb = "fdb"
     bundles = "bundles"
+    omniinteract = "omniinteract"
+    omni_duplexeval = "omni-duplexeval"
 
 
 class Export(StrEnum):
     """Export formats of an eval."""
 
     fdb = "fdb"
+    omniinteract = "omniinteract"
+    omni_duplexeval = "omni-duplexeval"
 
 
 class EvalCommand(Command):
@@ -134,10 +138,10 @@ def eval_command(
     ] = 20.0,
     export: Annotated[
         Export | None,
-        _opt(panel=OUTPUT, metavar=choices(Export), help="Also write a Full-Duplex-Bench tree."),
+        _opt(panel=OUTPUT, metavar=choices(Export), help="Also write a benchmark's output tree."),
     ] = None,
     export_dir: Annotated[
-        Path | None, _opt(panel=OUTPUT, metavar="PATH", help="Export tree (default DIR/fdb).")
+        Path | None, _opt(panel=OUTPUT, metavar="PATH", help="Export tree (default DIR/<export>).")
     ] = None,
     ray: Annotated[
         str | None,

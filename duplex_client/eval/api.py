@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.bundle.eval_layout import EVAL_FILE, FDB_EXPORT_DIR
+from duplex_client.bundle.eval_layout import EVAL_FILE
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
-from duplex_client.eval.item import EvalItem
+from duplex_client.eval.exports import EXPORTS, check_export, write_export
+from duplex_client.eval.item import EvalItem, is_layout_column
 from duplex_client.eval.item_run import ItemOutcome
 from duplex_client.eval.items import load_items, select_items
 from duplex_client.eval.runner import (
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 #: Bounds of the eval's own numeric options (both included).
 _LIMITS = {"concurrency": (1, 256), "repeat": (1, 1000), "retries": (0, 100)}
-EXPORTS = ("fdb",)
+__all__ = ["EXPORTS", "EvalResult", "changed_options", "run_eval", "run_eval_async"]
 
 
 @dataclass(slots=True)
@@ -187,11 +188,7 @@ async def run_eval_async(
         check_url_options(base)
     chosen = load_items(items, layout=layout) if isinstance(items, str | os.PathLike) else items
     chosen = select_items(list(chosen), limit=limit, pattern=pattern)
-    if export == "fdb" and any(i.fdb_dir is None for i in chosen):
-        raise UsageError(
-            "export fdb needs a Full-Duplex-Bench input tree ({task}/{ID}/input.wav)",
-            param="export",
-        )
+    check_export(export, chosen)
     if not any(i.input_video or i.replay for i in chosen):  # they would do nothing
         check_video(base, video="a video item")
         if not any(i.input_image for i in chosen):
@@ -208,13 +205,16 @@ async def run_eval_async(
             keywords=("output_dir",),
         )
     progress = progress or EvalProgress()
-    extras = sorted({key for item in chosen for key in item.extra})
+    extras = sorted({key for item in chosen for key in item.extra if not is_layout_column(key)})
     if extras:  # once, not per row: columns that set nothing (a typo of a known one refuses)
         progress.notes.append(
             f"manifest column(s) {', '.join(extras)}: not run options, kept as extra summary "
             "columns"
         )
-    record = settings_record(settings, base)
+    record = {
+        **settings_record(settings, base),
+        "server": _server_record(urls, base, server_engine),
+    }
     changed = changed_options(out / EVAL_FILE, record)
     if changed:
         progress.notes.append(
@@ -251,8 +251,10 @@ async def run_eval_async(
                 f"{again} item(s) failed for their endpoint's reasons (refused, dropped, a "
                 "server that died): the same command run again runs them again"
             )
-    if export == "fdb":
-        notes = await asyncio.to_thread(_export_fdb, summary, chosen, out, export_dir, repeat)
+    if export is not None:
+        notes = await asyncio.to_thread(
+            write_export, export, summary, chosen, out, export_dir, repeat, base
+        )
         progress.notes.extend(notes)
     agg = summary.aggregate()
     if error is not None or agg["failed"]:
@@ -310,16 +312,24 @@ def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray:
         check_url(url)
     if len(set(urls)) != len(urls):
         raise UsageError("urls lists the same endpoint twice", param="urls")
-    if export is not None and export not in EXPORTS:
-        raise UsageError(
-            f"export must be one of {', '.join(EXPORTS)}, got {export!r}", param="export"
-        )
+    check_export(export, ())
     if isinstance(ray, str) and ray and not urls:
         raise UsageError(
             "ray with a cluster address needs url: the embedded server listens on this "
             "machine's loopback only",
             keywords=("ray", "url"),
         )
+
+
+def _server_record(urls: Sequence[str], options: RunOptions, engine: str | None) -> dict[str, Any]:
+    """`eval.json`'s `server`: the embedded server's engine and profile (None: a remote one's)."""
+    if urls:
+        return {"embedded": False, "engine": None, "profile": None}
+    from duplex_client.run.session_run import embedded_profile
+    from duplex_client.server.config import default_engine
+
+    chosen = engine or ("scripted" if options.server_script else default_engine())
+    return {"embedded": True, "engine": chosen, "profile": embedded_profile(options)}
 
 
 @contextlib.asynccontextmanager
@@ -383,24 +393,3 @@ async def _ask_session_limits(
                 f"endpoint {endpoint.label} holds {endpoint.limit} session at a time "
                 f"(supports_multi_session: false): its items run one by one, not {concurrency}"
             )
-
-
-def _export_fdb(
-    summary: EvalSummary,
-    items: Sequence[EvalItem],
-    out: Path,
-    export_dir: str | os.PathLike[str] | None,
-    repeat: int,
-) -> list[str]:
-    """Write every finished item's `output.wav` into the Full-Duplex-Bench export tree."""
-    from duplex_client.eval.fdb import export_item
-
-    by_id = {i.id: i for i in items}
-    root = Path(export_dir) if export_dir is not None else out / FDB_EXPORT_DIR
-    notes = []
-    for record in summary.records:
-        target = root / str(record.repeat) if repeat > 1 else root
-        outcome = export_item(by_id[record.id], out / record.bundle, target)
-        if outcome.note:
-            notes.append(f"{record.label}: {outcome.note}")
-    return notes

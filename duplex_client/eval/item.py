@@ -23,6 +23,9 @@ KNOWN_COLUMNS = (
     "expected",
 )
 
+#: Summary columns a benchmark layout's reader adds to its items (not manifest columns).
+LAYOUT_COLUMN_PREFIXES: Final = ("fdb_", "omniinteract_", "omni_duplexeval_")
+
 #: The longest file name most filesystems take (bytes): an id segment is a bundle directory.
 _MAX_SEGMENT_BYTES: Final = 255
 
@@ -57,6 +60,11 @@ class EvalItem:
     error: str | None = None
     #: A run bundle whose recorded input the item replays (instead of media files).
     replay: str | None = None
+
+
+def is_layout_column(name: str) -> bool:
+    """Whether `name` is a column a benchmark layout's reader added (`LAYOUT_COLUMN_PREFIXES`)."""
+    return name.startswith(LAYOUT_COLUMN_PREFIXES)
 
 
 def id_problem(item_id: str) -> str | None:

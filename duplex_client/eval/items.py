@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from duplex_client.eval import bundles, fdb
+from duplex_client.eval import bundles, fdb, omni_duplexeval, omniinteract
 from duplex_client.eval.item import EvalItem, ItemSetError
 from duplex_client.eval.manifest import read_manifest
 from duplex_client.eval.media_dir import read_media_dir
@@ -20,15 +20,16 @@ from duplex_client.usage import UsageError
 
 __all__ = ["EvalItem", "ItemSetError", "load_items", "select_items"]
 
-_LAYOUTS: Final = ("dir", "manifest", "fdb", "bundles")
+_LAYOUTS: Final = ("dir", "manifest", "fdb", "bundles", "omniinteract", "omni-duplexeval")
 _MANIFEST_EXTENSIONS: Final = (".jsonl", ".csv")
 
 
 def load_items(source: str | os.PathLike[str], *, layout: str | None = None) -> list[EvalItem]:
     """The items of a media directory, a `.jsonl`/`.csv` manifest or a Full-Duplex-Bench tree.
 
-    `layout`: None recognises the kind; "dir", "manifest", "fdb" or "bundles" (run bundles
-    to replay: a folder of them, or an earlier eval's output directory) forces one. Raises
+    `layout`: None recognises the kind; "dir", "manifest", "fdb", "omniinteract",
+    "omni-duplexeval" or "bundles" (run bundles to replay: a folder of them, or an earlier
+    eval's output directory) forces one. Raises
     `ItemSetError` when the set cannot run at all (missing, empty, duplicate ids); a row
     that cannot run becomes an item with `error` set.
     """
@@ -50,7 +51,7 @@ def load_items(source: str | os.PathLike[str], *, layout: str | None = None) -> 
             )
         items = _read_directory(path, layout)
     else:
-        if layout in ("dir", "fdb", "bundles"):
+        if layout in ("dir", "fdb", "bundles", "omniinteract", "omni-duplexeval"):
             raise ItemSetError(
                 f"layout {layout} needs a directory, {shown} is a file", param="layout"
             )
@@ -88,6 +89,12 @@ def select_items(
 def _read_directory(root: Path, layout: str | None) -> list[EvalItem]:
     if layout == "bundles" or (layout is None and bundles.is_bundle_tree(root)):
         return bundles.read_bundle_items(root)
+    if layout == "omni-duplexeval" or (
+        layout is None and omni_duplexeval.is_omni_duplexeval_dataset(root)
+    ):
+        return omni_duplexeval.read_omni_duplexeval_items(root)
+    if layout == "omniinteract" or (layout is None and omniinteract.is_omniinteract_tree(root)):
+        return omniinteract.read_omniinteract_items(root)
     if layout == "fdb" or (layout is None and fdb.is_fdb_tree(root)):
         return fdb.read_fdb_items(root)
     return read_media_dir(root)

@@ -29,6 +29,8 @@ from duplex_client.analysis.pooling import (
 from duplex_client.bundle.eval_layout import SUMMARY_COLUMNS, SUMMARY_FILES
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.reader import read_json
+from duplex_client.eval.fdb.figures import fdb_export_figures
+from duplex_client.eval.markdown import summary_markdown
 
 __all__ = [
     "HEARD_ONLY",
@@ -263,6 +265,7 @@ class EvalSummary:
             r for r, v in zip(self.records, valid, strict=True) if r.result.get("ok") and v is True
         ]
         pooled = _pooled_turns(measured)
+        fdb = fdb_export_figures([(r.result, r.extra) for r in measured], _distribution)
         ok = sum(1 for r in self.records if r.result.get("ok") is True)
         return {
             "items": len(self.records),
@@ -273,6 +276,7 @@ class EvalSummary:
             "max_lateness_ms": self.max_lateness_ms,
             "pooled_items": len(measured),
             **{name: _distribution(values) for name, values in pooled.items()},
+            **fdb,
             "failures": self._failures(),
             "endpoints": self._endpoints(),
         }
@@ -326,48 +330,7 @@ class EvalSummary:
 
     def render_md(self) -> str:
         """`summary.md`: the aggregate for a human reader."""
-        agg = self.aggregate()
-        lines = [
-            "# Eval summary",
-            "",
-            f"Items: {agg['items']} ({agg['ok']} ok, {agg['failed']} failed), "
-            f"{agg['timing_invalid']} timing-invalid.",
-            "",
-            f"Per turn, pooled over {agg['pooled_items']} ok, timing-valid items (ms):",
-            "",
-            "| metric | turns | p50 | p95 | p99 |",
-            "| --- | ---: | ---: | ---: | ---: |",
-        ]
-        for name, label in POOLED.items():
-            d = agg[name]
-            cells = " | ".join(_ms(d[q]) for q in ("p50", "p95", "p99"))
-            lines.append(f"| {label} | {d['count']} | {cells} |")
-        lines += ["", "## Failures", ""]
-        if agg["failures"]:
-            lines += ["| error | count | items | example |", "| --- | ---: | --- | --- |"]
-            for f in agg["failures"]:
-                more = ", …" if f["count"] > len(f["ids"]) else ""
-                ids = ", ".join(f["ids"]) + more
-                row = [f["error"], str(f["count"]), ids, str(f["example"])]
-                lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
-        else:
-            lines.append("None.")
-        lines += ["", "## Endpoints", "", "| endpoint | items | ok | failed |"]
-        lines.append("| --- | ---: | ---: | ---: |")
-        for endpoint, c in agg["endpoints"].items():
-            lines.append(f"| {_md_cell(endpoint)} | {c['items']} | {c['ok']} | {c['failed']} |")
-        unmeasured = agg["items"] - agg["timing_valid"] - agg["timing_invalid"]
-        lines += [
-            "",
-            f"Timing: a run is timing-valid when its send lateness p99 and its end drift are "
-            f"both within {agg['max_lateness_ms']:g} ms (`--max-lateness-ms`). "
-            f"Timing-invalid runs ({agg['timing_invalid']}) are counted apart and left out of "
-            f"the table above: their latencies measure the client's sending, not the model. "
-            f"Runs without real-time timing to judge (not paced in real time, or stopped "
-            f"before streaming): {unmeasured}.",
-            "",
-        ]
-        return "\n".join(lines)
+        return summary_markdown(self.aggregate())
 
     def write(self, out_dir: Path) -> None:
         """Write `summary.jsonl`, `summary.csv` and `summary.md`, each atomically."""
@@ -385,14 +348,6 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, dict | list | tuple):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return value
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
-def _md_cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _write_atomic(target: Path, text: str) -> None:

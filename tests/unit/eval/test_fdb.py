@@ -13,10 +13,11 @@ import soundfile as sf
 
 from duplex_client.analysis.annotations import load_annotations
 from duplex_client.bundle import layout
+from duplex_client.bundle.layout import HEARD_FILE
 from duplex_client.bundle.wavfile import read_wav_int16, write_wav
 from duplex_client.eval.fdb import (
     ANNOTATION_FILES,
-    HEARD_FILE,
+    OUTPUT_RATE_HZ,
     ExportOutcome,
     export_item,
     is_fdb_tree,
@@ -125,8 +126,15 @@ def test_items_ids_sort_tasks_and_annotations(tmp_path: Path) -> None:
     assert p2.fdb_task == "pause_handling" and p2.fdb_dir == "pause_handling/2"
     assert p2.input_audio == str((root / "pause_handling/2/input.wav").resolve())
     assert Path(p2.input_audio).is_absolute() and p2.error is None
-    # the event file, never transcription.json, and it parses as FDB's shape
-    assert p2.annotations == str((root / "pause_handling/2/pause.json").resolve())
+    # a pause marks a pause, not the turn's end: the item's user speech comes from VAD
+    assert p2.annotations is None
+    assert p2.extra == {
+        "fdb_task": "pause_handling",
+        "fdb_annotation": "pause.json",
+        "fdb_pause": True,
+        "fdb_input_ms": 3000.0,
+    }
+    # the other event files, never transcription.json, and they parse as FDB's shape
     assert by_id["smooth_turn_taking/1"].annotations is not None
     assert str(by_id["smooth_turn_taking/1"].annotations).endswith("turn_taking.json")
     assert str(by_id["user_interruption/1"].annotations).endswith("interrupt.json")
@@ -134,6 +142,9 @@ def test_items_ids_sort_tasks_and_annotations(tmp_path: Path) -> None:
     assert isinstance(meta, str) and meta.endswith("metadata.json")
     assert [(s.start_ms, s.end_ms) for s in load_annotations(meta)] == [(1200.0, 2600.0)]
     assert by_id["icc_backchannel/3"].annotations is None  # falls back to VAD
+    assert by_id["icc_backchannel/3"].extra["fdb_annotation"] is None
+    assert by_id["background_speech/7"].extra["fdb_input_ms"] == 2500.0
+    assert by_id["smooth_turn_taking/1"].extra["fdb_pause"] is False
     broken = by_id["pause_handling/4"]
     assert broken.input_audio is None and broken.fdb_dir == "pause_handling/4"
     assert broken.error is not None
@@ -146,7 +157,10 @@ def test_annotation_priority_follows_the_declared_order(tmp_path: Path) -> None:
     for name in reversed(ANNOTATION_FILES):
         _json(folder / name, PAUSE)
     (item,) = read_fdb_items(tmp_path)
-    assert Path(str(item.annotations)).name == ANNOTATION_FILES[0]
+    assert item.extra["fdb_annotation"] == ANNOTATION_FILES[0]  # pause.json: read by VAD
+    (folder / ANNOTATION_FILES[0]).unlink()
+    (item,) = read_fdb_items(tmp_path)
+    assert Path(str(item.annotations)).name == ANNOTATION_FILES[1]
 
 
 def test_task_folder_as_root(tmp_path: Path) -> None:
@@ -188,22 +202,22 @@ def _item(root: Path, item_id: str) -> EvalItem:
     return next(i for i in read_fdb_items(root) if i.id == item_id)
 
 
-@pytest.mark.parametrize(
-    ("item_id", "rate"), [("pause_handling/2", 16000), ("background_speech/7", 44100)]
-)
-def test_export_is_aligned_mono_at_input_rate_and_length(
-    tmp_path: Path, item_id: str, rate: int
-) -> None:
+@pytest.mark.parametrize("item_id", ["pause_handling/2", "background_speech/7", "wide/48k"])
+def test_export_is_aligned_16k_mono_and_as_long_as_the_input(tmp_path: Path, item_id: str) -> None:
+    """FDB's backchannel scorer runs Silero VAD on output.wav as 16 kHz: a 48 kHz or 44.1 kHz
+    stereo input still gets a 16 kHz mono answer, as long as the input in time."""
     root = _tree(tmp_path / "v1_0")
+    _input(root / "wide" / "48k", rate=48000, seconds=2.5)
+    _json(root / "wide" / "48k" / "transcription.json", TRANSCRIPTION)
     item = _item(root, item_id)
     out = tmp_path / "fdb"
     outcome = export_item(item, _bundle(tmp_path, seconds=4.0), out)
     assert outcome == ExportOutcome(out / item_id / "output.wav", None)
-    info = sf.info(str(outcome.path))
-    assert (info.samplerate, info.channels) == (rate, 1)
-    assert info.frames == sf.info(str(item.input_audio)).frames
+    info, source = sf.info(str(outcome.path)), sf.info(str(item.input_audio))
+    assert (info.samplerate, info.channels) == (OUTPUT_RATE_HZ, 1) == (16000, 1)
+    assert info.frames == round(source.frames * 16000 / source.samplerate)
     samples = read_wav_int16(out / item_id / "output.wav")
-    assert abs(_onset_ms(samples, rate) - TONE_AT_S * 1000) <= 5.0
+    assert abs(_onset_ms(samples, 16000) - TONE_AT_S * 1000) <= 5.0
 
 
 def test_export_pads_a_short_heard_track_with_zeros(tmp_path: Path) -> None:

@@ -144,7 +144,8 @@ def test_fdb_tree_is_recognised_and_dir_layout_overrides_it(tmp_path: Path) -> N
 
     assert fdb_item == forced
     assert fdb_item.fdb_task == "pause_handling"
-    assert fdb_item.annotations == str(tmp_path / "pause_handling" / "1" / "pause.json")
+    assert fdb_item.annotations is None  # pause.json marks a pause: VAD finds the turn end
+    assert fdb_item.extra["fdb_annotation"] == "pause.json"
     assert media == EvalItem(
         id="pause_handling/1/input.wav",
         input_audio=str(tmp_path / "pause_handling" / "1" / "input.wav"),
