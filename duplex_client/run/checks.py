@@ -60,6 +60,26 @@ def check_more(options: RunOptions, inputs: InputKind) -> None:
     if inputs == "files":
         check_video(options)
         check_images(options)
+    elif inputs in ("devices", "browser"):
+        check_live_turns(options)
+
+
+def check_live_turns(options: RunOptions) -> None:
+    """A live model-turn session with a turn-based model: nothing would ever ask for an answer.
+
+    A file run commits its input at the end; a live one commits only on the server's or the
+    client's voice activity (`turn vad`) or a released talk key (`turn ptt`).
+    """
+    family = preset_family(options.preset_name())
+    if options.config is not None or family is None or family.model_owned_turns:
+        return
+    if options.turn == "model":
+        raise UsageError(
+            f"turn model: the {options.preset} preset's model ({family.title}) takes turns, it "
+            "does not decide them, so a live session would never get an answer (choose the "
+            "turn mode vad or ptt)",
+            param="turn",
+        )
 
 
 def check_temperature(value: Any) -> None:

@@ -230,6 +230,8 @@ def test_messages_match_the_readme_table(bundle: Path, tmp_path: Path) -> None:
     _one_line(cli(*image), 2, "an image alone has no length: add --input-audio or --tail-sil")
     _one_line(cli(*image, "--tail-silence-s", "1"), 2, f"{notes}: not an image OpenCV can read")
     _one_line(cli("report", str(wav)), 2, f"{wav}: a file, not a run bundle")
+    turn_based = "--turn model: the joyai preset's model (JoyAI-style) takes turns"
+    _one_line(cli("live", "--preset", "joyai", "--no-camera"), 2, turn_based)
     for command in ("", "stream", "eval", "report", "devices", "check"):
         shown = cli(*command.split(), "--help").stdout
         assert not re.search(r"<(bool|int|str|path|list\[Path\])>", shown), (command, shown)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duplex_client.families import FAMILIES
 from duplex_client.framing import BytesPcmSource, Framer, FramerConfig
-from duplex_client.run.options import MAX_CHUNK_MS, MAX_SECONDS, RunOptions, check_number
+from duplex_client.run.options import MAX_CHUNK_MS, MAX_SECONDS, InputKind, RunOptions, check_number
 from duplex_client.usage import UsageError
 from tests.unit.framing.fakes import speech_pcm
 
@@ -182,3 +183,18 @@ def test_frames_note_says_when_video_fps_is_more_than_is_sent() -> None:
         "shown at its start and a composite of 1 more (2 a second); raise stack_frames to send "
         "more"
     )
+
+
+@pytest.mark.parametrize("preset", [f.name for f in FAMILIES if not f.model_owned_turns])
+@pytest.mark.parametrize("inputs", ["devices", "browser"])
+def test_a_live_model_turn_run_with_a_turn_based_model_is_refused(
+    preset: str, inputs: InputKind
+) -> None:
+    """Nothing would commit a turn: the session would never get an answer."""
+    with pytest.raises(
+        UsageError, match=rf"turn model: the {preset} preset.s model .* mode vad or ptt"
+    ):
+        RunOptions(preset=preset, turn="model").validate(inputs=inputs)
+    RunOptions(preset=preset, turn="ptt").validate(inputs=inputs)
+    RunOptions(preset=preset, turn="model", input_audio="a.wav").validate()  # the end commits
+    RunOptions(preset="auto", turn="model").validate(inputs=inputs)  # minicpmo decides
