@@ -212,8 +212,11 @@ async def test_a_second_response_is_queued_after_the_first(tmp_path: Path) -> No
     )
     assert result.ok, result.error
     a, b = result.turns or []
-    assert a.heard_start_ms is not None and abs(a.heard_start_ms - 1000) <= 30
-    assert b.first_audio_ms is not None and abs(b.first_audio_ms - 1600) <= 30
+    # the peer speaks when the append ending at 1000 ms arrives (later on a loaded machine);
+    # nothing is playing, so a starts as its first audio arrives
+    assert a.first_audio_ms is not None and 1000 <= a.first_audio_ms <= 1100
+    assert a.heard_start_ms is not None and -1 <= a.heard_start_ms - a.first_audio_ms <= 20
+    assert b.first_audio_ms is not None and 1600 <= b.first_audio_ms <= 1700
     assert b.heard_start_ms == a.heard_end_ms  # queued: starts where the first ends
     assert a.heard_ms == a.received_ms == 2000 and b.heard_ms == 600 and not (a.cut or b.cut)
     heard = read_wav_int16(run / "heard.wav")
