@@ -84,20 +84,7 @@ def minicpmo_4_5(ref_audio: str | Path | bytes | None = None, **overrides: Any) 
 @_preset_of("joyai")
 def joyai(*, manual: bool = False, **overrides: Any) -> SessionConfig:
     """JoyAI-style speech turns with camera observations: server VAD, or manual commits."""
-    if manual:
-        base = SessionConfig(
-            turn_detection=None,
-            playback_commit_policy="ack_only",
-            extra_body={"auto_response": False},
-        )
-    else:
-        base = SessionConfig(
-            turn_detection=dict(SERVER_VAD),
-            overlap_policy="barge_in_on_speech",
-            playback_commit_policy="ack_only",
-            extra_body={"auto_response": True},
-        )
-    return base.with_overrides(**overrides)
+    return _speech_turns(manual, vad_answers=True).with_overrides(**overrides)
 
 
 @_preset_of("qwen3-turn")
@@ -107,20 +94,27 @@ def qwen3_turn(*, manual: bool = True, **overrides: Any) -> SessionConfig:
     Its vLLM-Omni plugin refuses `auto_response` (both lanes send `false`) and a reference
     voice; camera frames go as `input_image` items, which the stream sends by itself.
     """
+    return _speech_turns(manual, vad_answers=False).with_overrides(**overrides)
+
+
+def _speech_turns(manual: bool, *, vad_answers: bool) -> SessionConfig:
+    """A turn-based model's session: manual commits, or server VAD turns.
+
+    `vad_answers`: a VAD-closed turn is answered by itself (`auto_response`), else the
+    client asks with `response.create`.
+    """
     if manual:
-        base = SessionConfig(
+        return SessionConfig(
             turn_detection=None,
             playback_commit_policy="ack_only",
             extra_body={"auto_response": False},
         )
-    else:
-        base = SessionConfig(
-            turn_detection=dict(SERVER_VAD),
-            overlap_policy="barge_in_on_speech",
-            playback_commit_policy="ack_only",
-            extra_body={"auto_response": False},
-        )
-    return base.with_overrides(**overrides)
+    return SessionConfig(
+        turn_detection=dict(SERVER_VAD),
+        overlap_policy="barge_in_on_speech",
+        playback_commit_policy="ack_only",
+        extra_body={"auto_response": vad_answers},
+    )
 
 
 @_preset_of("aura")

@@ -181,15 +181,21 @@ class _Resync(Exception):
         self.reason = reason
 
 
-async def _first_reply(transport: Transport) -> se.SessionResumed:
+async def _next_event(transport: Transport) -> se.ServerEvent:
+    """The next server event the socket brings (binary and unreadable frames skipped)."""
     while True:
         data = await transport.recv()
         if not isinstance(data, str):
             continue
         try:
-            event = parse_server_event(loads(data))
+            return parse_server_event(loads(data))
         except CodecError:
             continue
+
+
+async def _first_reply(transport: Transport) -> se.SessionResumed:
+    while True:
+        event = await _next_event(transport)
         if isinstance(event, se.SessionResumed):
             return event
         if isinstance(event, se.ErrorEvent):
@@ -201,13 +207,7 @@ async def _first_reply(transport: Transport) -> se.SessionResumed:
 
 async def _created(transport: Transport) -> se.SessionCreated:
     while True:
-        data = await transport.recv()
-        if not isinstance(data, str):
-            continue
-        try:
-            event = parse_server_event(loads(data))
-        except CodecError:
-            continue
+        event = await _next_event(transport)
         if isinstance(event, se.SessionCreated):
             return event
         if isinstance(event, se.ErrorEvent):
