@@ -334,10 +334,12 @@ def test_a_full_duplex_bench_tree_is_exported_aligned(tmp_path: Path) -> None:
         assert (in_rate, out_rate) == (rate, 16000) and answer.ndim == 1  # FDB reads 16 kHz
         assert len(answer) == 3 * 16000  # the input's length
         onset_ms = np.flatnonzero(np.abs(answer.astype(np.int32)) > 300)[0] * 1000 / 16000
-        # the annotated turn end (2.0 s) + the scripted 500 ms, as the listener heard it
-        assert abs(onset_ms - 2500) <= 20, onset_ms
-        # the same onset the turn metrics measured
-        assert got[f"candor_turn_taking/{sample}"]["latency_p50_ms"] == pytest.approx(500, abs=20)
+        # the annotated turn end (2.0 s) + the latency the turn metrics measured, within a
+        # frame: the export is aligned with what the listener heard
+        latency = got[f"candor_turn_taking/{sample}"]["latency_p50_ms"]
+        assert abs(onset_ms - (2000 + latency)) <= 20, (onset_ms, latency)
+        # the scripted 500 ms, and what the delivery added (tens of ms on a loaded machine)
+        assert 490 <= latency <= 600, latency
 
 
 def test_ray_runs_the_items_as_tasks_and_the_driver_writes_the_bundles(

