@@ -69,8 +69,10 @@ async def test_latency_against_an_annotation_with_a_fixed_answer_delay(tmp_path:
     turn = result.turns[0]
     assert turn.unit_index == 1 and turn.user_end_ms == 2000
     assert turn.user_end_source == "annotation"
-    assert turn.latency_ms is not None and abs(turn.latency_ms - 500) <= 20
-    assert turn.server_ms is not None and 500 <= turn.server_ms <= 520
+    # 500 ms after the closing append (20 ms before the unit's end), plus the delivery: tens
+    # of ms more on a loaded machine
+    assert turn.latency_ms is not None and 480 <= turn.latency_ms <= 560, turn.latency_ms
+    assert turn.server_ms is not None and 500 <= turn.server_ms <= 560, turn.server_ms
     assert result.metrics is not None and result.metrics["latency_ms"]["p50"] == turn.latency_ms
     on_disk = json.loads((tmp_path / "run" / "result.json").read_text())
     assert on_disk["turns"][0]["latency_ms"] == turn.latency_ms
