@@ -357,6 +357,7 @@ async def _endpoints(
                     engine=engine,
                     max_sessions=settings.concurrency,
                     script=options.server_script,
+                    dialect=options.dialect,
                 )
             )
             pairs = [(url, "embedded")]

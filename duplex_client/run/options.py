@@ -22,6 +22,7 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
+from duplex_client.protocol.dialects import DIALECTS
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.checks import DEFAULT_RECONNECT_ATTEMPTS, check_more
 from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
@@ -207,6 +208,8 @@ class RunOptions:
     handshake_timeout_s: float = 30.0
     reconnect: bool = True
     reconnect_attempts: int = DEFAULT_RECONNECT_ATTEMPTS
+    #: The wire the endpoint speaks: `duplex` (ours) or `openai` (docs/dialects.md).
+    dialect: str = "duplex"
     # --- the embedded server (no URL) ---
     require_audio: bool = False
     #: A JSON script for the embedded server's scripted engine.
@@ -230,6 +233,11 @@ class RunOptions:
         if self.preset != "auto":
             return self.preset
         return auto_preset(self.turn if self.turn in TURN_MODES else "model")
+
+    def dialect_grid_ms(self) -> int:
+        """The unit grid a dialect without one gets: the preset family's (its chunking)."""
+        family = preset_family(self.preset_name())
+        return family.chunk_period_ms if family is not None else DEFAULT_CHUNK_PERIOD_MS
 
     def reconnect_policy(self) -> ReconnectPolicy | None:
         """The client's reconnect policy (None with `reconnect=False`).
@@ -358,6 +366,7 @@ class RunOptions:
             ("ptt_mode", self.ptt_mode in PTT_MODES, " or ".join(PTT_MODES)),
             ("soundtrack", self.soundtrack in SOUNDTRACK_POLICIES, "trim, pad or full"),
             ("sliding_window", self.sliding_window in (None, *WINDOW_MODES), "off, basic, context"),
+            ("dialect", self.dialect in DIALECTS, ", ".join(DIALECTS)),
         ]
         for name, ok, allowed in choices:
             if not ok:
