@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from duplex_client.analysis.spoken import WINDOW_MS
@@ -270,3 +271,32 @@ async def test_a_barge_in_truncates_at_the_heard_position(tmp_path: Path) -> Non
     heard_in_wav_ms = (sounding[-1] - sounding[0] + 1) * 1000 / RATE
     assert abs(truncate["audio_end_ms"] - heard_in_wav_ms) <= FRAME_MS
     assert truncate["audio_end_ms"] == int(turn.heard_ms)
+
+
+async def test_a_recording_in_a_dialect_replays_in_it(tmp_path: Path) -> None:
+    from duplex_client.replay import replay_bundle
+
+    wav = write_wav(tmp_path / "q.wav", tone(800) + silence(200), rate=16000)
+    async with _server(dialect="openai") as server:
+        first = await stream_clip(
+            server.url, input_audio=str(wav), dialect="openai", keep_payloads=True,
+            output_dir=tmp_path / "first",
+        )  # fmt: skip
+        again = await replay_bundle(tmp_path / "first", server.url, output_dir=tmp_path / "again")
+    assert first.ok and again.ok, (first.error, again.error)
+    assert again.dialect == "openai"
+    docs = [
+        json.loads((tmp_path / d / "input_timeline.json").read_text()) for d in ("first", "again")
+    ]
+    assert docs[0]["totals"]["sent_sha256"] == docs[1]["totals"]["sent_sha256"]
+
+
+async def test_a_duplex_client_at_a_ga_endpoint_is_told_the_dialect() -> None:
+    from duplex_client.client import DuplexClient
+    from duplex_client.protocol.errors import DuplexProtocolError
+
+    async with _server(dialect="openai") as server:
+        client = DuplexClient(server.url, reconnect=False)
+        with pytest.raises(DuplexProtocolError, match="looks like an OpenAI Realtime endpoint"):
+            await client.connect()
+        await client.close()

@@ -8,7 +8,7 @@ duplex events, synthesising what the dialect cannot provide (docs/dialects.md).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from duplex_client.protocol.dialects.base import ClientMapping, ServerMapping, synthesised_caps
 from duplex_client.protocol.dialects.gpt_live import (
@@ -42,9 +42,27 @@ __all__ = [
     "Dialect",
     "ServerMapping",
     "client_mapping",
+    "dialect_hint",
     "server_mapping",
     "synthesised_caps",
 ]
+
+
+def dialect_hint(created: dict[str, Any]) -> str:
+    """What a capability-less `session.created` looks like, as a hint to append ("" if unsure).
+
+    OpenAI Realtime GA speaks first with a `realtime` session whose audio format is an object
+    (`{"type": "audio/pcm", "rate": 24000}`): the duplex handshake cannot take it, and
+    `--dialect openai` can.
+    """
+    session = created.get("session")
+    if not isinstance(session, dict) or session.get("type") != "realtime":
+        return ""
+    audio = session.get("audio")
+    audio_in = audio.get("input") if isinstance(audio, dict) else None
+    if isinstance(audio_in, dict) and isinstance(audio_in.get("format"), dict):
+        return " (it looks like an OpenAI Realtime endpoint: give dialect openai)"
+    return ""
 
 
 def client_mapping(dialect: str, *, grid_ms: int) -> ClientMapping | None:
