@@ -373,6 +373,7 @@ class RunOptions:
                 raise UsageError(
                     f"{name} must be one of {allowed}, got {getattr(self, name)!r}", param=name
                 )
+        self._check_dialect()
         family = preset_family(self.preset_name())
         if family is not None and not family.client_commits and self.config is None:
             if self.turn in COMMIT_TURNS:
@@ -382,6 +383,20 @@ class RunOptions:
                     f"manual_commit commits the input, but the {self.preset} preset takes no "
                     "commits",
                     param="manual_commit",
+                )
+
+    def _check_dialect(self) -> None:
+        """Another dialect carries audio only: video would be recorded as sent, and never be."""
+        if self.dialect == "duplex":
+            return
+        for name in ("input_video", "input_image", "camera", "camera_file"):
+            if getattr(self, name):
+                hint = " (it takes a clip's soundtrack too)" if name == "input_video" else ""
+                raise UsageError(
+                    f"{name}: the {self.dialect} dialect carries audio only, no video frames; "
+                    f"give input_audio instead{hint}",
+                    param=name,
+                    keywords=(name, "input_audio"),
                 )
 
 

@@ -121,6 +121,11 @@ CASES = [
          {"input_audio": "{wav}", "dialect": "gpt-9"}, 2,
          "--dialect must be one of duplex, openai, gpt-live, got 'gpt-9'",
          api_message="dialect must be one of duplex, openai, gpt-live, got 'gpt-9'"),
+    Case("video in an audio-only dialect", ["--input-video", "{clip}", "--dialect", "openai"],
+         {"input_video": "{clip}", "dialect": "openai"}, 2,
+         "--input-video: the openai dialect carries audio only, no video frames; give "
+         "--input-audio instead (it takes a clip's soundtrack too)",
+         api_message="input_video: the openai dialect carries audio only"),
     Case("absurd temperature", ["--input-audio", "{wav}", "--temperature", "1e12"],
          {"input_audio": "{wav}", "temperature": 1e12}, 2,
          "--temperature must be at most 2 (the protocol's range), got 1e+12",
