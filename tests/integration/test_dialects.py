@@ -116,6 +116,10 @@ async def test_one_scripted_item_gives_the_same_turns_in_every_dialect(tmp_path:
         on_disk = json.loads((tmp_path / dialect / "result.json").read_text())
         session = json.loads((tmp_path / dialect / "session.json").read_text())
         assert on_disk["dialect"] == session["dialect"] == dialect
+    from duplex_client.report.run_page import write_run_report
+
+    page = write_run_report(tmp_path / "gpt-live", tmp_path / "report.html")
+    assert "turn" in page.read_text().lower()  # a dialect's bundle reads as any other
     caps = json.loads((tmp_path / "openai" / "session.json").read_text())["capabilities"]
     assert caps["implementation_level"] == "dialect_openai" and caps["chunk_period_ms"] == 1000
     speaks = {d: [x for x in r.decisions if x["decision"] == "speak"] for d, r in results.items()}
