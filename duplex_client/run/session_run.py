@@ -416,7 +416,8 @@ class SessionRun:
         judge(
             result,
             client,
-            need_decision=self.source.needs_decision,
+            # a dialect has no decisions: silence is its listen (docs/dialects.md)
+            need_decision=self.source.needs_decision and client.dialect == "duplex",
             benign=self.source.benign_errors,
         )
         if result.error and not self.options.reconnect and _dropped(client.closed_reason):
