@@ -259,3 +259,11 @@ def test_gpt_live_server_side() -> None:
     assert m.outgoing(
         {"type": "response.output_audio.delta", "delta": "AA", "response_id": "r"}
     ) == [{"type": "session.output_audio.delta", "delta": "AA"}]
+
+
+def test_each_dialect_has_its_url() -> None:
+    from duplex_client.client.transport import build_url
+
+    assert build_url("http://h:1", "m", dialect="openai") == "ws://h:1/v1/realtime?model=m"
+    assert build_url("https://h", "m", dialect="gpt-live") == "wss://h/v1/live/sessions"
+    assert build_url("ws://h/x?k=v", "m", dialect="gpt-live") == "ws://h/x?k=v"
