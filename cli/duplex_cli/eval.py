@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -166,6 +167,8 @@ def eval_command(
     err = stderr_console()
     progress = EvalProgress()
     show = sys.stderr.isatty() and not json_output and not quiet
+    # `--dialect duplex,openai`: one per --url, in order (docs/dialects.md)
+    dialects = [d.strip() for d in options.dialect.split(",")]
     kwargs = {
         "output_dir": output_dir,
         "urls": list(url or []),
@@ -181,7 +184,8 @@ def eval_command(
         "export_dir": export_dir,
         "ray": None if ray is None else ("" if ray == LOCAL_RAY else ray),
         "server_engine": None if server_engine is None else server_engine.value,
-        "options": options,
+        "options": dataclasses.replace(options, dialect=dialects[0]),
+        "dialects": dialects,
         "progress": progress,
     }
     try:

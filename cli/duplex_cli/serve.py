@@ -160,6 +160,15 @@ def serve_command(
             help="Concurrent sessions before resource_exhausted.",
         ),
     ] = 1,
+    dialect: Annotated[
+        str,
+        Opt(
+            metavar="duplex|openai|gpt-live",
+            rich_help_panel=_REFERENCE,
+            help="The wire spoken: duplex, openai (OpenAI Realtime GA) or gpt-live "
+            "(the same engines behind each).",
+        ),
+    ] = "duplex",
     served_model: Annotated[
         str | None,
         Opt(
@@ -253,6 +262,7 @@ def serve_command(
             asr_inline=asr_inline,
             warmup_s=warmup_s,
             served_model=served_model,
+            dialect=dialect,
         )
     except ValueError as exc:
         errors.print(f"error: {config_message(exc)}", markup=False)
@@ -334,6 +344,7 @@ def _reference_config(**opts: Any) -> Any:
         asr_worker=not opts["asr_inline"],
         warmup_s=opts.get("warmup_s", 0.0),
         served_model=opts.get("served_model"),
+        dialect=opts.get("dialect", "duplex"),
     )
 
 
@@ -343,7 +354,7 @@ async def _run_reference(config: Any, console: Console) -> None:
     stop = _stop_event()
     async with ReferenceServer(config) as server:
         console.print(
-            f"Serving the duplex protocol on {server.url} "
+            f"Serving the {config.dialect} protocol on {server.url} "
             f"(profile {config.profile}, {config.engine} engine)",
             soft_wrap=True,
         )

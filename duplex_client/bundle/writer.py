@@ -132,6 +132,8 @@ class RunBundle:
                 "session_id": client.session_id,
                 "model": client.model,
                 "url": redact_url(url) if url else None,
+                # the wire spoken (docs/dialects.md); config_sent is the duplex form mapped
+                "dialect": getattr(client, "dialect", "duplex"),
                 "config_sent": redact(client.config.to_session(client.model)),
                 "session_effective": redact(client.session),
                 "capabilities": client.capabilities.to_dict(),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from duplex_client.framing.redact import safe_url
+from duplex_client.protocol.dialects import DEFAULT_PATHS
 from duplex_client.protocol.errors import DuplexConnectionError
 from duplex_client.usage import UsageError
 
@@ -64,17 +65,23 @@ def check_url(url: str) -> SplitResult:
     return parts
 
 
-def build_url(url: str, model: str | None) -> str:
+def build_url(url: str, model: str | None, *, dialect: str = "duplex") -> str:
     """The WebSocket target for a user URL and model name (protocol.md §1).
 
     Without a model (None) the URL names none and the server uses the one it serves.
+    Another dialect (docs/dialects.md) gets its own default path; `openai` only `model=`
+    added, `gpt-live` nothing (the model goes in `session.start`).
     A bad URL raises `UsageError` (a `ValueError`) naming it.
     """
     parts = check_url(url)
     scheme = _SCHEMES[parts.scheme.lower()]
-    path = parts.path if parts.path not in ("", "/") else "/v1/realtime"
+    path = parts.path if parts.path not in ("", "/") else DEFAULT_PATHS.get(dialect, "/v1/realtime")
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "autostart"]
     keys = {k for k, _ in query}
+    if dialect != "duplex":
+        if dialect == "openai" and "model" not in keys and model is not None:
+            query.append(("model", model))
+        return urlunsplit((scheme, parts.netloc, path, urlencode(query), ""))
     if "duplex" not in keys:
         query.append(("duplex", "1"))
     if "model" not in keys and model is not None:

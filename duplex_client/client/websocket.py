@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from duplex_client.client.config import SessionConfig
+from duplex_client.client.dialect import DialectTransport
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.client.session import DuplexClientBase
 from duplex_client.client.transport import (
@@ -19,6 +20,9 @@ from duplex_client.client.transport import (
     build_url,
 )
 from duplex_client.protocol import server_events as se
+from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS
+from duplex_client.protocol.dialects import DIALECTS, client_mapping
+from duplex_client.usage import UsageError
 
 log = logging.getLogger("duplex_client")
 #: An opening slower than this was held by the server (a warm-up), not slowed by the network.
@@ -37,6 +41,10 @@ class DuplexClient(DuplexClientBase):
     upgrade until its warm-up is done (up to 180 s): opening may take `warmup_timeout` more,
     a hold does not count against the handshake, and `warmup_held_s` says how long it was.
     `model=None` names no model (the server uses its own). A bad URL raises `UsageError`.
+
+    `dialect` (docs/dialects.md): the wire the endpoint speaks; `duplex` (ours), `openai`
+    (OpenAI Realtime GA) or `gpt-live` (GPT-Live), mapped to and from the same events, with
+    synthesised capabilities whose grid is `dialect_grid_ms` (the client's own chunking).
     """
 
     def __init__(
@@ -51,10 +59,19 @@ class DuplexClient(DuplexClientBase):
         proxy: bool = False,
         reconnect: ReconnectPolicy | bool | None = True,
         warmup_timeout: float = DEFAULT_WARMUP_S,
+        dialect: str = "duplex",
+        dialect_grid_ms: int = DEFAULT_CHUNK_PERIOD_MS,
         **options: Any,
     ) -> None:
+        if dialect not in DIALECTS:
+            raise UsageError(
+                f"dialect {dialect!r} is not one of {', '.join(DIALECTS)}", param="dialect"
+            )
         super().__init__(model=model, config=config, reconnect=reconnect, **options)
-        self.url = build_url(url, model)
+        #: The wire the endpoint speaks (docs/dialects.md).
+        self.dialect = dialect
+        self._dialect_grid_ms = dialect_grid_ms
+        self.url = build_url(url, model, dialect=dialect)
         self._api_key = api_key
         self._ssl = ssl
         self._open_timeout = open_timeout
@@ -91,8 +108,8 @@ class DuplexClient(DuplexClientBase):
             )
         return transport
 
-    async def _connect(self, timeout: float, warmup_s: float) -> WebSocketTransport:
-        return await WebSocketTransport.connect(
+    async def _connect(self, timeout: float, warmup_s: float) -> Transport:
+        transport = await WebSocketTransport.connect(
             self.url,
             api_key=self._api_key,
             ssl=self._ssl,
@@ -100,6 +117,8 @@ class DuplexClient(DuplexClientBase):
             proxy=self._proxy,
             warmup_s=warmup_s,
         )
+        mapping = client_mapping(self.dialect, grid_ms=self._dialect_grid_ms)
+        return transport if mapping is None else DialectTransport(transport, mapping)
 
     async def _health_answers(self, timeout_s: float) -> bool:
         """Whether `GET /health` answers 2xx within `timeout_s` (the server is up, not mute)."""

@@ -165,6 +165,7 @@ async def run_eval_async(
     options: RunOptions | None = None,
     progress: EvalProgress | None = None,
     backoff_s: float = 1.0,
+    dialects: Sequence[str] = (),
     **run_options: Any,
 ) -> EvalResult:
     """Run `items` (a directory, a manifest, or `EvalItem`s) and write bundles and a summary.
@@ -173,7 +174,12 @@ async def run_eval_async(
     `options=RunOptions(...)`. Without `urls` an embedded reference server is started with
     as many sessions as `concurrency`. `ray`: True for a local Ray, or a cluster address.
     Bad options raise `UsageError` before anything runs; item failures are in the result.
+    `dialects`: one per URL, the wire each endpoint speaks (docs/dialects.md), or one for all.
     """
+    if dialects:
+        run_options = {**run_options, "dialect": _one_dialect(dialects, urls)}
+        if options is not None:
+            options = dataclasses.replace(options, dialect=run_options.pop("dialect"))
     base = _options(options, run_options)
     settings = EvalSettings(
         concurrency=concurrency,
@@ -227,7 +233,7 @@ async def run_eval_async(
     except OSError as exc:
         message = f"{out}: cannot write the output directory ({exc})"
         raise UsageError(message, param="output_dir") from None
-    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress.notes)
+    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress.notes, dialects)
     async with endpoints as (pool, executor):
         run = EvalRun(jobs, base, out, pool, settings, executor, progress)
         run.resume()
@@ -296,6 +302,23 @@ def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOpti
     return options
 
 
+def _one_dialect(dialects: Sequence[str], urls: Sequence[str]) -> str:
+    """The dialect the options carry: the only one, or the first of one per URL (checked)."""
+    from duplex_client.protocol.dialects import DIALECTS
+
+    for name in dialects:
+        if name not in DIALECTS:
+            allowed = ", ".join(DIALECTS)
+            raise UsageError(f"dialect must be one of {allowed}, got {name!r}", param="dialect")
+    if len(dialects) > 1 and len(dialects) != len(urls):
+        raise UsageError(
+            f"dialect names {len(dialects)} dialects for {len(urls)} url(s): give one, or one "
+            "per url in the same order",
+            keywords=("dialect", "url"),
+        )
+    return dialects[0]
+
+
 def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray: Any) -> None:
     from duplex_client.client.transport import check_url
 
@@ -340,6 +363,7 @@ async def _endpoints(
     ray: str | bool | None,
     engine: str | None,
     notes: list[str],
+    dialects: Sequence[str] = (),
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
@@ -357,6 +381,7 @@ async def _endpoints(
                     engine=engine,
                     max_sessions=settings.concurrency,
                     script=options.server_script,
+                    dialect=options.dialect,
                 )
             )
             pairs = [(url, "embedded")]
@@ -370,10 +395,13 @@ async def _endpoints(
             )
         stack.callback(executor.close)
         pool = EndpointPool.of(pairs, retries=settings.retries, backoff_s=settings.backoff_s)
+        if len(dialects) > 1:  # one per url, in order
+            for endpoint, dialect in zip(pool.endpoints, dialects, strict=True):
+                endpoint.dialect = dialect
         if options.model is None:  # asked once per endpoint, not once per item
             for endpoint in pool.endpoints:
                 endpoint.model = (
-                    await with_listed_model(endpoint.url, options, notes.append)
+                    await with_listed_model(endpoint.url, endpoint.options(options), notes.append)
                 ).model
         if urls and settings.concurrency > 1:
             await _ask_session_limits(pool, options, settings.concurrency, notes)
@@ -387,7 +415,8 @@ async def _ask_session_limits(
     from duplex_client.eval.admission import session_limit
 
     for endpoint in pool.endpoints:
-        endpoint.limit = await session_limit(endpoint.url, options, endpoint.model or options.model)
+        asked = endpoint.options(options)
+        endpoint.limit = await session_limit(endpoint.url, asked, endpoint.model or options.model)
         if endpoint.limit is not None and endpoint.limit < concurrency:
             notes.append(
                 f"endpoint {endpoint.label} holds {endpoint.limit} session at a time "

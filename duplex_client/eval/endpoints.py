@@ -9,9 +9,14 @@ refusal at capacity is no fault: the endpoint's `limit` holds the extra items ba
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from duplex_client.run.options import RunOptions
 
 #: The first backoff after a fault; each further fault in a row doubles it, up to the cap.
 BACKOFF_S = 1.0
@@ -27,6 +32,8 @@ class Endpoint:
     shown: str
     #: The model its items ask for (resolved once per endpoint; None: the options' own).
     model: str | None = None
+    #: The wire it speaks when the eval names one per endpoint (None: the options' own).
+    dialect: str | None = None
     faults: int = 0
     down: bool = False
     suspended_until: float = 0.0
@@ -41,6 +48,12 @@ class Endpoint:
     limit: int | None = None
     #: Refusals at capacity in a row with none of this eval's sessions on it.
     busy: int = 0
+
+    def options(self, options: RunOptions) -> RunOptions:
+        """`options` as this endpoint's items run them (its dialect, when it has its own)."""
+        if self.dialect is None or self.dialect == options.dialect:
+            return options
+        return dataclasses.replace(options, dialect=self.dialect)
 
     @property
     def label(self) -> str:

@@ -288,7 +288,7 @@ class EvalRun:
         job, attempt, errors = entry.job, entry.attempt, entry.errors
         bundle_dir = self.output_dir / job.key
         self.progress.running += 1
-        options = self.options
+        options = endpoint.options(self.options)
         if endpoint.model is not None and options.model is None:
             options = dataclasses.replace(options, model=endpoint.model)
         ij = ItemJob(job.item, job.repeat, job.key, endpoint.url, options, attempt)

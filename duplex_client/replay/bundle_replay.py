@@ -158,6 +158,8 @@ async def replay_bundle(
         keep_payloads=True,
         thumbnails=thumbnails,
         output_dir=output_dir,
+        # the wire the recording spoke (docs/dialects.md): its session config is that one's
+        dialect=str(recorded.session.get("dialect") or "duplex"),
     )
     sender = _sender(recorded, condition)
     if replan:

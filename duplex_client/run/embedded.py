@@ -25,9 +25,10 @@ async def embedded_server(
     max_sessions: int = 1,
     script: str | None = None,
     startup_timeout_s: float = 60.0,
+    dialect: str = "duplex",
 ) -> AsyncIterator[str]:
     """Start `python -m duplex_client.server` on 127.0.0.1:0 and yield its URL."""
-    args = ["--port", "0", "--profile", profile, "--watch-stdin"]
+    args = ["--port", "0", "--profile", profile, "--watch-stdin", "--dialect", dialect]
     args += ["--max-sessions", str(max_sessions)]
     if script:
         args += ["--script", script]

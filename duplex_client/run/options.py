@@ -22,6 +22,7 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
+from duplex_client.protocol.dialects import DIALECTS
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.checks import DEFAULT_RECONNECT_ATTEMPTS, check_more
 from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
@@ -207,6 +208,8 @@ class RunOptions:
     handshake_timeout_s: float = 30.0
     reconnect: bool = True
     reconnect_attempts: int = DEFAULT_RECONNECT_ATTEMPTS
+    #: The wire the endpoint speaks: `duplex` (ours) or `openai` (docs/dialects.md).
+    dialect: str = "duplex"
     # --- the embedded server (no URL) ---
     require_audio: bool = False
     #: A JSON script for the embedded server's scripted engine.
@@ -230,6 +233,11 @@ class RunOptions:
         if self.preset != "auto":
             return self.preset
         return auto_preset(self.turn if self.turn in TURN_MODES else "model")
+
+    def dialect_grid_ms(self) -> int:
+        """The unit grid a dialect without one gets: the preset family's (its chunking)."""
+        family = preset_family(self.preset_name())
+        return family.chunk_period_ms if family is not None else DEFAULT_CHUNK_PERIOD_MS
 
     def reconnect_policy(self) -> ReconnectPolicy | None:
         """The client's reconnect policy (None with `reconnect=False`).
@@ -358,12 +366,14 @@ class RunOptions:
             ("ptt_mode", self.ptt_mode in PTT_MODES, " or ".join(PTT_MODES)),
             ("soundtrack", self.soundtrack in SOUNDTRACK_POLICIES, "trim, pad or full"),
             ("sliding_window", self.sliding_window in (None, *WINDOW_MODES), "off, basic, context"),
+            ("dialect", self.dialect in DIALECTS, ", ".join(DIALECTS)),
         ]
         for name, ok, allowed in choices:
             if not ok:
                 raise UsageError(
                     f"{name} must be one of {allowed}, got {getattr(self, name)!r}", param=name
                 )
+        self._check_dialect()
         family = preset_family(self.preset_name())
         if family is not None and not family.client_commits and self.config is None:
             if self.turn in COMMIT_TURNS:
@@ -373,6 +383,20 @@ class RunOptions:
                     f"manual_commit commits the input, but the {self.preset} preset takes no "
                     "commits",
                     param="manual_commit",
+                )
+
+    def _check_dialect(self) -> None:
+        """Another dialect carries audio only: video would be recorded as sent, and never be."""
+        if self.dialect == "duplex":
+            return
+        for name in ("input_video", "input_image", "camera", "camera_file"):
+            if getattr(self, name):
+                hint = " (it takes a clip's soundtrack too)" if name == "input_video" else ""
+                raise UsageError(
+                    f"{name}: the {self.dialect} dialect carries audio only, no video frames; "
+                    f"give input_audio instead{hint}",
+                    param=name,
+                    keywords=(name, "input_audio"),
                 )
 
 

@@ -20,6 +20,7 @@ from duplex_client.analysis.annotations import (
     parse_annotations,
 )
 from duplex_client.client.config import SessionConfig, ref_audio_data_url
+from duplex_client.protocol.dialects import FIXED_RATE_HZ
 from duplex_client.run.tools import load_tools, parse_tool_results
 from duplex_client.usage import UsageError
 
@@ -55,6 +56,11 @@ def prepare(options: RunOptions, *, inputs: InputKind = "files") -> PreparedRun:
         config = _preset_config(options, ref_audio_url(options), live=live)
     if tools:
         config = config.with_overrides(tools=tools, tool_choice=choice)
+    fixed = FIXED_RATE_HZ.get(options.dialect)
+    if fixed is not None:  # the dialect's one PCM rate (OpenAI GA: 24 kHz both ways)
+        config = config.with_overrides(
+            input_audio_format="pcm16", input_sample_rate_hz=fixed, output_sample_rate_hz=fixed
+        )
     return PreparedRun(config, results)
 
 

@@ -100,6 +100,8 @@ class RunResult:
     stream_end: dict[str, Any] | None = None
     model: str | None = None
     url: str | None = None
+    #: The wire the endpoint spoke (docs/dialects.md).
+    dialect: str = "duplex"
     bundle_dir: Path | None = None
     started_at: str | None = None
     duration_s: float = 0.0
@@ -219,6 +221,7 @@ class RunResult:
             **({"stream_end": self.stream_end} if self.stream_end is not None else {}),
             "model": self.model,
             "url": self.url,
+            "dialect": self.dialect,
             "bundle_dir": str(self.bundle_dir) if self.bundle_dir else None,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 3),

@@ -119,6 +119,7 @@ async def target_url(url: str | None, options: RunOptions) -> AsyncIterator[str]
         profile=embedded_profile(options),
         require_audio=options.require_audio,
         script=options.server_script,
+        dialect=options.dialect,
     ) as server:
         yield server
 
@@ -185,6 +186,8 @@ class SessionRun:
             reconnect=options.reconnect_policy(),
             # Real time: acks carry what the listener heard; asap has no listener.
             ack_policy="manual" if options.realtime else "received",
+            dialect=options.dialect,
+            dialect_grid_ms=options.dialect_grid_ms(),
         )
         install_answers(self.client, prepared.tool_results)
         self.client.add_reconnect_listener(self._reconnected)
@@ -211,6 +214,7 @@ class SessionRun:
         refused: UsageError | None = None
         result.started_at = self.bundle.started_at
         result.model, result.url = self.model, redact_url(self.client.url)
+        result.dialect = self.client.dialect
         result.bundle_dir = self.bundle.dir
         self.bundle.attach(self.client, clock=self.clock, heard_start=self.listening.heard_start_ms)
         self.client.add_listener(self.activity.on_event)
@@ -412,7 +416,8 @@ class SessionRun:
         judge(
             result,
             client,
-            need_decision=self.source.needs_decision,
+            # a dialect has no decisions: silence is its listen (docs/dialects.md)
+            need_decision=self.source.needs_decision and client.dialect == "duplex",
             benign=self.source.benign_errors,
         )
         if result.error and not self.options.reconnect and _dropped(client.closed_reason):

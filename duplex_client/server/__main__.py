@@ -12,6 +12,7 @@ import signal
 import sys
 
 from duplex_client.families import DEFAULT_FAMILY
+from duplex_client.protocol.dialects import DIALECTS
 from duplex_client.server.app import ReferenceServer
 
 
@@ -25,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sessions", type=int, default=1)
     p.add_argument("--script", default=None, help="a JSON script for the scripted engine")
     p.add_argument("--first-unit-ms", type=int, default=None)
+    p.add_argument("--dialect", choices=DIALECTS, default="duplex")
     p.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
     return p
 
@@ -55,6 +57,7 @@ async def _serve(args: argparse.Namespace) -> None:
         script=Script.load(args.script) if args.script else None,
         limits=Limits(max_sessions=args.max_sessions),
         first_unit_ms=args.first_unit_ms,
+        dialect=args.dialect,
     )
     async with server:
         print(f"listening {server.url}", flush=True)

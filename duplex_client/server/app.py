@@ -7,7 +7,7 @@ import contextlib
 import hmac
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -17,10 +17,12 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from duplex_client.protocol.codec import CodecError, NotAnObjectError, loads
+from duplex_client.protocol.dialects import server_mapping
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import playback
 from duplex_client.server.attachment import Attachment, Runner
 from duplex_client.server.config import WARMUP_HOLD_S, ServerConfig
+from duplex_client.server.dialect_socket import DialectSocket
 from duplex_client.server.emitter import Output, Send
 from duplex_client.server.errors import Reject, error_event
 from duplex_client.server.registry import Registry
@@ -28,6 +30,8 @@ from duplex_client.server.session import DuplexSession
 
 log = logging.getLogger("duplex_client.server")
 PATHS = ("/v1/realtime", "/v1/duplex")
+#: GPT-Live's endpoint, served too in that dialect.
+LIVE_PATH = "/v1/live/sessions"
 #: `duplex=` values that ask `/v1/realtime` for the turn-based handler (`/v1/duplex` ignores it).
 _OFF = ("0", "false", "off", "no")
 _ON = ("1", "true", "on", "yes")
@@ -166,7 +170,8 @@ class ReferenceServer:
         if path == "/health":
             return conn.respond(200, "ok\n")
         served = self.config.served_model
-        if path not in PATHS and not (path == "/v1/models" and served is not None):
+        paths = (*PATHS, LIVE_PATH) if self.config.dialect == "gpt-live" else PATHS
+        if path not in paths and not (path == "/v1/models" and served is not None):
             return conn.respond(404, "not found\n")
         key = self.config.api_key
         if key is not None and not _authorized(request.headers, key):
@@ -204,6 +209,23 @@ class ReferenceServer:
     async def _serve(self, ws: ServerConnection) -> None:
         target = ws.request.path if ws.request else ""
         query = parse_qs(target.partition("?")[2])
+        mapping = server_mapping(self.config.dialect)
+        if mapping is not None:  # another wire (docs/dialects.md)
+            ws = cast(ServerConnection, DialectSocket(ws, mapping))
+        if mapping is not None and mapping.speaks_first:  # the session opens at the upgrade
+            now = asyncio.get_running_loop().time()
+            model = query.get("model", [""])[-1]
+            refused = self.registry.wrong_model(model)
+            if refused is not None:
+                await _send_all(ws, refused)
+                return
+            session, outputs = self.registry.open(mapping.opening(model), now)
+            if session is None:
+                await _send_all(ws, outputs)
+                return
+            opened = self._runners[session.session_id] = Runner(session, self._runner_finished)
+            await self._attach(ws, opened, outputs, None)
+            return
         if target.partition("?")[0] == PATHS[0] and _flag(query, "duplex") in _OFF:
             await _send_all(ws, self.registry.refuse_turn_based())  # no turn-based handler
             return

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from duplex_client.families import DEFAULT_FAMILY
+from duplex_client.protocol.dialects import DIALECTS
 from duplex_client.server.engine.base import Engine
 from duplex_client.server.engine.script import Script, ScriptedEngine
 from duplex_client.server.faults import Faults
@@ -78,6 +79,9 @@ class ServerConfig:
     #: the WebSocket upgrade (at most `WARMUP_HOLD_S`; `?vllm_omni_warmup=1` passes), as
     #: vLLM-Omni holds them until its warm-up session is done. 0: no warm-up.
     warmup_s: float = 0.0
+    #: The wire spoken on the socket: `duplex` (ours) or `openai` (OpenAI Realtime GA), the
+    #: same session and engines behind each (docs/dialects.md).
+    dialect: str = "duplex"
 
     def __post_init__(self) -> None:
         """Check every option: `ServerConfigError` (a `ValueError`) names the first bad one."""
@@ -99,6 +103,12 @@ class ServerConfig:
         warmup = self.warmup_s
         if isinstance(warmup, bool) or not isinstance(warmup, int | float) or warmup < 0:
             raise ServerConfigError("warmup_s", f"must be seconds >= 0, got {warmup!r}")
+        if self.dialect not in DIALECTS:
+            raise ServerConfigError(
+                "dialect", f"must be one of {', '.join(DIALECTS)}, got {self.dialect!r}"
+            )
+        if self.dialect != "duplex":  # no dialect resumes: a dropped socket ends the session
+            object.__setattr__(self, "resumable", False)
         if not isinstance(self.limits, Limits):
             raise ServerConfigError("limits", "must be a Limits")
         _check_faults(self.faults)

@@ -38,7 +38,9 @@ ADDED_FIELDS: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "result.json": [
         (("counts",), ("appends_written", "audio_ms_written", "appends_acknowledged")),
         (("counts",), ("reconnects_failed",)),
+        ((), ("dialect",)),  # issue 33: the wire the endpoint spoke
     ],
+    "session.json": [((), ("dialect",))],
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any, Unpack, overload
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
 from duplex_client.protocol.codec import CodecError, dumps
+from duplex_client.protocol.dialects import dialect_hint
 from duplex_client.protocol.errors import DuplexProtocolError, handshake_refusal
 from duplex_client.protocol.events import TERMINAL_EVENT_TYPES, decode_server_event
 from duplex_client.protocol.response_events import ConnectionNewSession, ConnectionResumed
@@ -106,6 +107,7 @@ class ClientConnection(ConnectionState[H]):
         if caps is None:
             raise DuplexProtocolError(
                 "endpoint is not a duplex handler: session.created has no capabilities"
+                + dialect_hint(event.raw)
             )
         self.capabilities, self.session = caps, event.session
         self.session_id = event.session_id
