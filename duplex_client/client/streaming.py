@@ -208,7 +208,9 @@ async def append_planned(target: StreamTarget, append: PlannedAppend) -> str:
     gets the append's base frame as an `input_image` item first, and the append without it.
     """
     frames = append.video_frames
-    if frames and isinstance(target, _TakesImages) and target.capabilities.supports_image_input:
+    # the capability before the runtime Protocol check, which costs tens of µs per call
+    caps = getattr(target, "capabilities", None) if frames else None
+    if caps is not None and caps.supports_image_input and isinstance(target, _TakesImages):
         await target.send_image_item(frames[0])
         frames = ()
     return await target.append_input(
