@@ -104,7 +104,8 @@ class PlanPrefetcher:
             self._changed.clear()
             await self._changed.wait()
         append = self._follower.take()
-        self._space.set()
+        if self._follower.expected <= self._depth // 2:  # the producer refills from here only
+            self._space.set()
         return append
 
     async def aclose(self) -> None:
