@@ -189,6 +189,11 @@ class StreamResult:
         return len(self.append_event_ids)
 
 
+def _in_memory(pcm: PcmSource | None, sampler: FrameSampler | None) -> bool:
+    """Whether planning only slices memory (PCM bytes, a still image's one JPEG)."""
+    return all(s is None or getattr(s, "in_memory", False) is True for s in (pcm, sampler))
+
+
 def _split_source(
     source: Source, frames: FrameSampler | None
 ) -> tuple[PcmSource | None, FrameSampler | None]:
@@ -344,8 +349,9 @@ async def stream(
     clock.start(start.media_ms)
     follower = ServerCommitFollower(framer, timeline, clock)
     # Planning (decoding, resampling, JPEG encoding) runs in a worker thread, a few appends
-    # ahead; with an injected `sleep` (fake clocks in tests) it stays inline, as before.
-    inline = not PLAN_IN_WORKER or sleep is not asyncio.sleep
+    # ahead; with an injected `sleep` (fake clocks in tests) it stays inline, as before, and
+    # so it does for sources in memory, where a thread hop per append costs more than planning.
+    inline = not PLAN_IN_WORKER or sleep is not asyncio.sleep or _in_memory(pcm, sampler)
     prefetch = PlanPrefetcher(plan, follower, inline=inline)
     if isinstance(target, _Unlistenable):
         target.add_listener(follower)
