@@ -11,7 +11,8 @@ back server commits and applies them on the loop's thread when the worker return
 next append is taken (so every append still goes out labelled for the grid as it then is).
 
 `inline=True` plans on the loop's thread, one append at a time, as `stream` did before; it is
-used with injected fake clocks (deterministic tests) and by the benchmarks as the baseline.
+used with injected fake clocks (deterministic tests), for sources in memory (where planning is
+a slice of memory) and by the benchmarks as the baseline.
 """
 
 from __future__ import annotations

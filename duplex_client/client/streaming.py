@@ -303,7 +303,8 @@ async def stream(
     `timeline`, which is written to its `path` (if set) when the stream ends; `on_sent` is
     called with every append as it was sent (after any relabelling). Appends are planned (media
     decoded and encoded) in a worker thread a few appends ahead of the clock; with an injected
-    `sleep` they are planned inline on the loop's thread, one at a time.
+    `sleep`, or from sources in memory (PCM bytes, a still image), they are planned inline on
+    the loop's thread, one at a time.
     `commit` None commits unless the session takes no commits (`takes_commits`: a
     continuous stream ends with `end_stream()`, a commit-free model just listens on). PCM
     goes out in the session's input format (`input_pcm_format`); file sources decode to it.
