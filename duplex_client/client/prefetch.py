@@ -3,13 +3,16 @@
 Advancing a framer's plan is where media is decoded, resampled and JPEG-encoded, tens of
 milliseconds for a video frame. `PlanPrefetcher` runs each `next(plan)` on a small shared
 thread pool and keeps at most `depth` planned appends waiting, so planning stays a bounded
-amount ahead of the media clock and memory stays flat. The framer is only ever touched by one
-thread at a time: while a worker advances it, the `ServerCommitFollower` holds back server
-commits and applies them on the loop's thread when the worker returns, before the next append
-is taken (so every append still goes out labelled for the grid as it then is).
+amount ahead of the media clock and memory stays flat. It refills once half of them are taken,
+planning several appends per trip to the pool while each is cheap (sliced PCM, a pre-encoded
+image): a thread hop per append cost more CPU than planning it. The framer is only ever
+touched by one thread at a time: while a worker advances it, the `ServerCommitFollower` holds
+back server commits and applies them on the loop's thread when the worker returns, before the
+next append is taken (so every append still goes out labelled for the grid as it then is).
 
 `inline=True` plans on the loop's thread, one append at a time, as `stream` did before; it is
-used with injected fake clocks (deterministic tests) and by the benchmarks as the baseline.
+used with injected fake clocks (deterministic tests), for sources in memory (where planning is
+a slice of memory) and by the benchmarks as the baseline.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import contextvars
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 
@@ -26,6 +30,8 @@ from duplex_client.framing.plan import PlannedAppend
 
 #: Planned appends kept waiting per stream (8 × 200 ms: 1.6 s of media ahead, at most).
 DEFAULT_DEPTH = 8
+#: One trip to the pool plans further appends only while it has taken less than this.
+BATCH_BUDGET_S = 0.002
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -62,6 +68,7 @@ class PlanPrefetcher:
         self._executor = executor
         self._done = False
         self._error: BaseException | None = None
+        self._raised: Exception | None = None
         self._task: asyncio.Task[None] | None = None
         self._busy: asyncio.Future[list[PlannedAppend]] | None = None
         self._changed = asyncio.Event()
@@ -98,7 +105,8 @@ class PlanPrefetcher:
             self._changed.clear()
             await self._changed.wait()
         append = self._follower.take()
-        self._space.set()
+        if self._follower.expected <= self._depth // 2:  # the producer refills from here only
+            self._space.set()
         return append
 
     async def aclose(self) -> None:
@@ -128,6 +136,28 @@ class PlanPrefetcher:
             return []
         return [planned]
 
+    def _batch(self, room: int) -> list[PlannedAppend]:
+        """Up to `room` appends, more than one only while planning them stays cheap.
+
+        A step that decodes, encodes or waits for its media ends the batch, so an append is
+        never held back behind the planning of the ones after it. A step that raises after
+        others were planned raises on the next trip, once those have gone out.
+        """
+        if self._raised is not None:
+            error, self._raised = self._raised, None
+            raise error
+        deadline = time.perf_counter() + BATCH_BUDGET_S
+        batch = self._step()
+        while batch and len(batch) < room and not self._done:
+            if time.perf_counter() >= deadline:
+                break
+            try:
+                batch += self._step()
+            except Exception as exc:  # raised on the next trip, after the appends before it
+                self._raised = exc
+                break
+        return batch
+
     def _start(self) -> None:
         if self._task is None and not self._done:
             self._task = asyncio.get_running_loop().create_task(self._produce())
@@ -136,14 +166,17 @@ class PlanPrefetcher:
         loop = asyncio.get_running_loop()
         executor = self._executor or planning_pool()
         try:
+            low = self._depth // 2
             while not self._done:
-                while self._follower.expected >= self._depth:
-                    self._space.clear()
-                    await self._space.wait()
+                if self._follower.expected >= self._depth:  # full: refill once half are taken
+                    while self._follower.expected > low:
+                        self._space.clear()
+                        await self._space.wait()
+                room = self._depth - self._follower.expected
                 self._follower.planning()
                 # In the caller's context: a run's media-warning sink is a context variable.
                 step = contextvars.copy_context().run
-                self._busy = loop.run_in_executor(executor, step, self._step)
+                self._busy = loop.run_in_executor(executor, step, self._batch, room)
                 try:
                     batch = await asyncio.shield(self._busy)
                 except asyncio.CancelledError:

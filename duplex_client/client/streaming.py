@@ -189,6 +189,11 @@ class StreamResult:
         return len(self.append_event_ids)
 
 
+def _in_memory(pcm: PcmSource | None, sampler: FrameSampler | None) -> bool:
+    """Whether planning only slices memory (PCM bytes, a still image's one JPEG)."""
+    return all(s is None or getattr(s, "in_memory", False) is True for s in (pcm, sampler))
+
+
 def _split_source(
     source: Source, frames: FrameSampler | None
 ) -> tuple[PcmSource | None, FrameSampler | None]:
@@ -208,7 +213,9 @@ async def append_planned(target: StreamTarget, append: PlannedAppend) -> str:
     gets the append's base frame as an `input_image` item first, and the append without it.
     """
     frames = append.video_frames
-    if frames and isinstance(target, _TakesImages) and target.capabilities.supports_image_input:
+    # the capability before the runtime Protocol check, which costs tens of µs per call
+    caps = getattr(target, "capabilities", None) if frames else None
+    if caps is not None and caps.supports_image_input and isinstance(target, _TakesImages):
         await target.send_image_item(frames[0])
         frames = ()
     return await target.append_input(
@@ -296,7 +303,8 @@ async def stream(
     `timeline`, which is written to its `path` (if set) when the stream ends; `on_sent` is
     called with every append as it was sent (after any relabelling). Appends are planned (media
     decoded and encoded) in a worker thread a few appends ahead of the clock; with an injected
-    `sleep` they are planned inline on the loop's thread, one at a time.
+    `sleep`, or from sources in memory (PCM bytes, a still image), they are planned inline on
+    the loop's thread, one at a time.
     `commit` None commits unless the session takes no commits (`takes_commits`: a
     continuous stream ends with `end_stream()`, a commit-free model just listens on). PCM
     goes out in the session's input format (`input_pcm_format`); file sources decode to it.
@@ -342,8 +350,9 @@ async def stream(
     clock.start(start.media_ms)
     follower = ServerCommitFollower(framer, timeline, clock)
     # Planning (decoding, resampling, JPEG encoding) runs in a worker thread, a few appends
-    # ahead; with an injected `sleep` (fake clocks in tests) it stays inline, as before.
-    inline = not PLAN_IN_WORKER or sleep is not asyncio.sleep
+    # ahead; with an injected `sleep` (fake clocks in tests) it stays inline, as before, and
+    # so it does for sources in memory, where a thread hop per append costs more than planning.
+    inline = not PLAN_IN_WORKER or sleep is not asyncio.sleep or _in_memory(pcm, sampler)
     prefetch = PlanPrefetcher(plan, follower, inline=inline)
     if isinstance(target, _Unlistenable):
         target.add_listener(follower)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 #: The framer's input PCM format: signed 16-bit little-endian mono at 16 kHz.
 INPUT_SAMPLE_RATE_HZ = 16000
@@ -75,6 +75,8 @@ class PcmSource(Protocol):
 class BytesPcmSource:
     """A `PcmSource` over PCM already in memory (tests, generated audio, notebooks)."""
 
+    #: Its chunks are slices of memory: planning them costs less than a trip to a thread.
+    in_memory: ClassVar[bool] = True
     pcm: bytes = field(repr=False)
     kind: str = "pcm"
     path: str | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from duplex_client.framing.sources import EncodedImage, FrameGroup
 from duplex_client.media.errors import MediaError, check_file
@@ -19,6 +19,9 @@ class ImageFrameSource:
     The video has no length (`duration_ms` 0), so every unit gets the image as a held base
     frame with pts 0, and never a composite. Re-usable: it keeps only the encoded JPEG.
     """
+
+    #: Every unit gets the JPEG encoded once: planning costs less than a trip to a thread.
+    in_memory: ClassVar[bool] = True
 
     def __init__(
         self,

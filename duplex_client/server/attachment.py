@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -117,6 +118,8 @@ class Runner:
         self.attachment: Attachment | None = None
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        #: The deadline the timers wait for (None while they are not waiting).
+        self._waiting_until: float | None = None
         self._sent_total = 0
         self._drops = 0
         self._timer = asyncio.create_task(self._timers())
@@ -153,7 +156,21 @@ class Runner:
             if not att.push(self.session.emitter.drain(), reserve=True):
                 att.ws.transport.abort()
         if wake:
-            self._wake.set()  # deadlines may have moved
+            self._wake_if_sooner()
+
+    def _wake_if_sooner(self) -> None:
+        """Wake the timers if the session's next deadline moved before the one they wait for.
+
+        Most events only push the idle deadline later: waking for them cost a loop pass, a
+        timeout and a tick per client event.
+        """
+        until = self._waiting_until
+        if until is None:  # not waiting: the timers look at the deadlines again anyway
+            self._wake.set()
+            return
+        deadline = self.session.next_deadline()
+        if deadline is None or deadline < until:
+            self._wake.set()
 
     def handle(self, event: dict[str, Any]) -> None:
         """Feed one client event to the session."""
@@ -181,9 +198,11 @@ class Runner:
     async def _timers(self) -> None:
         while not self.session.closed:
             deadline = self.session.next_deadline()
+            self._waiting_until = math.inf if deadline is None else deadline
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout_at(deadline):
                     await self._wake.wait()
+            self._waiting_until = None
             self._wake.clear()
             att = self.attachment
             if att is not None and not att.low_water.is_set():

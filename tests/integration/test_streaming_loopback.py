@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +66,42 @@ async def test_three_seconds_arrive_on_the_media_clock_without_growing_lag(tmp_p
     assert doc["commits"][0]["acknowledged"]["audio_end_ms"] == 3000
     assert doc["session"]["session_id"] == client.session_id
     assert (tmp_path / "input_timeline.json").exists()
+
+
+class ThreadRecordingPcm(BytesPcmSource):
+    """In-memory PCM that records the threads its chunks are read on."""
+
+    def chunks(self) -> Iterator[bytes]:
+        for chunk in BytesPcmSource.chunks(self):
+            THREADS.append(threading.get_ident())
+            yield chunk
+
+
+class DecodingPcm:
+    """A `PcmSource` that is not marked in memory (as a decoder is not)."""
+
+    def __init__(self, pcm: bytes) -> None:
+        self.inner = BytesPcmSource(pcm, chunk_bytes=6400)
+
+    def chunks(self) -> Iterator[bytes]:
+        for chunk in self.inner.chunks():
+            THREADS.append(threading.get_ident())
+            yield chunk
+
+    def info(self) -> dict[str, Any]:
+        return self.inner.info()
+
+
+THREADS: list[int] = []
+
+
+async def test_sources_in_memory_plan_on_the_loop_and_decoders_in_a_worker() -> None:
+    loop_thread = threading.get_ident()
+    async with ScriptedServer() as server, DuplexClient(server.url, model="m") as client:
+        THREADS.clear()
+        await stream(client, ThreadRecordingPcm(speech_pcm(1000), chunk_bytes=6400),
+                      realtime=False, commit=False)  # fmt: skip
+        assert THREADS and set(THREADS) == {loop_thread}  # a slice of memory: no thread hop
+        THREADS.clear()
+        await stream(client, DecodingPcm(speech_pcm(1000)), realtime=False, commit=False)
+        assert THREADS and loop_thread not in THREADS  # decoding stays off the loop

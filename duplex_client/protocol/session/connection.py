@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Unpack, overload
 
 from duplex_client.protocol import client_events as ce
@@ -222,7 +221,7 @@ class ClientConnection(ConnectionState[H]):
         hold = resuming and self.outbox.unsent_bytes > self.max_queued_bytes
         data = dumps(payload)
         entry = self.outbox.keep(payload, data, trim=not resuming)
-        return replace(Send.encode(payload, data, entry), hold=hold and entry is not None)
+        return Send.encode(payload, data, entry, hold=hold and entry is not None)
 
     def must_write(self, entry: OutboxEntry) -> bool:
         """Whether a kept input is still to be written now (not queued, not flushed meanwhile)."""
@@ -242,7 +241,7 @@ class ClientConnection(ConnectionState[H]):
         """An append of PCM and/or frames, counted at once; `ValueError` for an illegal one."""
         event, samples = self.input.build(pcm, self.capabilities, **fields)
         send = self.send(event)
-        return replace(send, counted=self.input.count(samples))
+        return send.with_counted(self.input.count(samples))
 
     def withdraw(self, send: Send) -> None:
         """An append never left (the session ended): uncount it unless a later one built on it."""

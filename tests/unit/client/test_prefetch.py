@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
 
-from duplex_client.client.prefetch import PlanPrefetcher
+from duplex_client.client.prefetch import BATCH_BUDGET_S, PlanPrefetcher
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing import FramerConfig, PlannedAppend
 from duplex_client.framing.clock import MediaClock
@@ -159,3 +161,49 @@ async def test_the_plan_runs_in_the_callers_context() -> None:
     assert await prefetch.next_start() is None
     await prefetch.aclose()
     assert seen == ["run"]
+
+
+class CountingPool(ThreadPoolExecutor):
+    """A pool that counts the trips made to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.trips = 0
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.trips += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def drain(prefetch: PlanPrefetcher) -> list[int]:
+    got = []
+    while await prefetch.next_start() is not None:
+        got.append((await prefetch.take()).media_start_ms)
+    await prefetch.aclose()
+    return got
+
+
+async def test_cheap_appends_are_planned_several_per_trip_and_still_bounded() -> None:
+    pool = CountingPool()
+    follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(Framer().plan(40), follower, depth=8, executor=pool)
+    assert await prefetch.next_start() == 0
+    await asyncio.sleep(0.05)
+    assert follower.expected == 8  # never more than `depth` waiting
+    assert await drain(prefetch) == [i * 200 for i in range(40)]
+    assert pool.trips <= 20  # one trip for 8, then one per 4 taken (not 40); slack for load
+    pool.shutdown()
+
+
+async def test_a_slow_step_ends_the_trip() -> None:
+    def slow(n: int) -> Iterator[PlannedAppend]:
+        for i in range(n):
+            time.sleep(BATCH_BUDGET_S * 3)  # a decode: the append goes out without waiting
+            yield planned(i)
+
+    pool = CountingPool()
+    follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(slow(6), follower, depth=8, executor=pool)
+    assert await drain(prefetch) == [i * 200 for i in range(6)]
+    assert pool.trips >= 6
+    pool.shutdown()
