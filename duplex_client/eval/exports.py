@@ -76,14 +76,26 @@ def write_export(
             root /= _model_folder(summary)
         return _omniinteract(summary, items, out, root, repeat)
     from duplex_client.eval.fdb import export_item
+    from duplex_client.eval.fdb.figures import export_turns
 
     by_id = {i.id: i for i in items}
     notes = []
     for record in summary.records:
         target = root / str(record.repeat) if repeat > 1 else root
-        outcome = export_item(by_id[record.id], out / record.bundle, target)
+        item = by_id[record.id]
+        outcome = export_item(item, out / record.bundle, target)
         if outcome.note:
             notes.append(f"{record.label}: {outcome.note}")
+        input_ms = item.extra.get("fdb_input_ms")
+        turns = [t for t in record.result.get("turns") or [] if isinstance(t, dict)]
+        if outcome.path is not None and isinstance(input_ms, int | float):
+            _, cut = export_turns(turns, float(input_ms))
+            if cut:
+                notes.append(
+                    f"{record.label}: {cut} answer(s) heard after input.wav ends are not in "
+                    "output.wav (FDB scores input.wav's length: the silence after the turn "
+                    "belongs in input.wav, not in --tail-silence-s)"
+                )
     return notes
 
 

@@ -123,6 +123,10 @@ def test_fdb_comparable_figures_leave_out_answers_in_the_tail(
     assert "FDB-comparable, over what the FDB export's output.wav holds" in md
     # reopened from disk, the same figures
     assert EvalResult.load(base / "eval").summary["fdb_export"] == agg["fdb_export"]
+    # and the eval says so, naming the item: FDB's scorers will never see that answer
+    cut_notes = [n for n in result.notes if "heard after input.wav ends" in n]
+    assert len(cut_notes) == 1, result.notes
+    assert ": 1 answer(s) heard after input.wav ends are not in output.wav" in cut_notes[0]
 
 
 def test_eval_json_records_the_engine_and_profile(fdb_eval: tuple[Path, EvalResult]) -> None:
