@@ -67,6 +67,10 @@ class PlanPrefetcher:
         self._inline = inline
         self._executor = executor
         self._done = False
+        #: The plan returned its end, seen by the planning thread; `_done` follows it on the
+        #: loop's thread once the appends planned before the end were handed over, so the
+        #: sender never sees the end before them.
+        self._exhausted = False
         self._error: BaseException | None = None
         self._raised: Exception | None = None
         self._task: asyncio.Task[None] | None = None
@@ -88,6 +92,7 @@ class PlanPrefetcher:
         if self._inline:
             if self._follower.expected == 0 and not self._done:
                 self._follower.planned(self._step())
+                self._done = self._exhausted
         else:
             self._start()
             while self._follower.expected == 0 and not self._done:
@@ -132,7 +137,7 @@ class PlanPrefetcher:
         """One append of the plan ([] when it is exhausted)."""
         planned = next(self._plan, None)
         if planned is None:
-            self._done = True
+            self._exhausted = True
             return []
         return [planned]
 
@@ -148,7 +153,7 @@ class PlanPrefetcher:
             raise error
         deadline = time.perf_counter() + BATCH_BUDGET_S
         batch = self._step()
-        while batch and len(batch) < room and not self._done:
+        while batch and len(batch) < room and not self._exhausted:
             if time.perf_counter() >= deadline:
                 break
             try:
@@ -187,6 +192,7 @@ class PlanPrefetcher:
                     raise
                 self._busy = None
                 self._follower.planned(batch)
+                self._done = self._exhausted
                 self._changed.set()
         except asyncio.CancelledError:
             raise

@@ -6,8 +6,9 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -207,3 +208,42 @@ async def test_a_slow_step_ends_the_trip() -> None:
     assert await drain(prefetch) == [i * 200 for i in range(6)]
     assert pool.trips >= 6
     pool.shutdown()
+
+
+class HeldExecutor(Executor):
+    """Runs each call in a thread, then holds its result until `release` is set."""
+
+    def __init__(self) -> None:
+        self.ran = threading.Event()
+        self.release = threading.Event()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def work() -> None:
+            result = fn(*args, **kwargs)
+            self.ran.set()
+            self.release.wait(5)
+            future.set_result(result)
+
+        threading.Thread(target=work, daemon=True).start()
+        return future
+
+
+async def test_the_plan_s_end_never_overtakes_the_appends_planned_before_it() -> None:
+    """The worker plans the last appends and meets the plan's end in one trip: a sender
+    asking meanwhile waits for those appends (it used to be told the stream was over)."""
+    framer = Framer()
+    follower = ServerCommitFollower(framer, None, MediaClock("asap"))
+    executor = HeldExecutor()
+    prefetch = PlanPrefetcher(framer.plan(2), follower, executor=executor)
+    first = asyncio.ensure_future(prefetch.next_start())  # starts the planning
+    assert await asyncio.to_thread(executor.ran.wait, 5)  # both planned, the end met
+    asking = asyncio.ensure_future(prefetch.next_start())
+    await asyncio.sleep(0.05)
+    assert not asking.done()  # not None: the two appends are still on their way
+    executor.release.set()
+    assert await first == 0 and await asking == 0
+    assert [(await prefetch.take()).media_start_ms for _ in range(2)] == [0, 200]
+    assert await prefetch.next_start() is None
+    await prefetch.aclose()
