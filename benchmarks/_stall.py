@@ -212,7 +212,7 @@ async def _probed(url: str, clip: Path, n: int, out: Path) -> dict[str, Any]:
 
 def stall_child(url: str, clip: str, n: int, out: str) -> None:
     """Entry point of the measuring client process (planning off the loop): one JSON line."""
-    import duplex_client.client.streaming as streaming
+    import duplex_client.client.streaming.run as streaming
 
     streaming.PLAN_IN_WORKER = True
     import av  # noqa: F401  (loaded before streaming starts, as in the other rows)

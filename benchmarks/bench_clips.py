@@ -5,7 +5,7 @@ N concurrent `stream_clip(realtime=True)` runs of one 20 s 1280x720 30 fps H.264
 `duplex-cli serve --engine scripted --max-sessions N+2` on loopback (N = 1, 8, 16, 32), plus
 N = 8 of a 1080p30 clip and one stream of a 2160p30 (4K) clip. Starts are spread over one
 second. Each row runs in a fresh client process, once with planning in worker threads (ours)
-and once with the inline path (`streaming.PLAN_IN_WORKER = False`: decoding and JPEG
+and once with the inline path (`streaming.run.PLAN_IN_WORKER = False`: decoding and JPEG
 encoding on the event loop's thread, as before), in the same run.
 
 Reported per row: send lateness p50/p99/max over every append of every run and drift (the
@@ -92,7 +92,7 @@ async def _run_level(url: str, clip: Path, n: int, out: Path) -> list[Any]:
 
 def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
     """Entry point of one measuring client process: prints one JSON line."""
-    import duplex_client.client.streaming as streaming
+    import duplex_client.client.streaming.run as streaming
 
     streaming.PLAN_IN_WORKER = mode == "ours"
     import av  # noqa: F401  (imports before the RSS baseline)

@@ -21,18 +21,18 @@ from duplex_client.client.link import Link, handshake
 from duplex_client.client.queues import DEFAULT_QUEUE_SIZE
 from duplex_client.client.queues import Subscription as Subscription
 from duplex_client.client.responses import ResponseHandle
-from duplex_client.client.resume import ReconnectListener, ReconnectPolicy, ReconnectReport
+from duplex_client.client.resume import ReconnectListener, ReconnectPolicy
+from duplex_client.client.session.g711 import encode_g711
+from duplex_client.client.session.state import SessionState
 from duplex_client.client.stream_end import StreamEnd, stream_end_of
 from duplex_client.client.streaming import Source, StreamResult
 from duplex_client.client.streaming import stream as stream_source
 from duplex_client.client.tools import CallRecord, FunctionCall, ToolDesk
 from duplex_client.client.tools import Handler as ToolHandler
 from duplex_client.client.transport import Transport
-from duplex_client.framing.pcm_format import PcmFormat
 from duplex_client.framing.units import samples_to_ms
 from duplex_client.protocol import client_events as ce
 from duplex_client.protocol import server_events as se
-from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.errors import DuplexSessionClosedError
 from duplex_client.protocol.session import (
     AckPolicy,
@@ -40,7 +40,6 @@ from duplex_client.protocol.session import (
     ClientConnection,
     LocalProtocolError,
     PcmInput,
-    ResponseTracker,
     Send,
     SessionConfig,
     State,
@@ -50,7 +49,7 @@ from duplex_client.protocol.session import PcmArray as PcmArray
 from duplex_client.protocol.tools import function_call_output, output_text
 
 
-class DuplexClientBase:
+class DuplexClientBase(SessionState):
     """Transport-neutral session client; `open()` runs the handshake over a connected transport."""
 
     def __init__(
@@ -101,103 +100,6 @@ class DuplexClientBase:
             clock=clock,
         )
         self._consumers.add_listener(self._tools.on_event)
-
-    # --- state (the connection's) ---
-
-    @property
-    def session_id(self) -> str | None:
-        """The server-allocated session id (None before the handshake)."""
-        return self.connection.session_id
-
-    @property
-    def session(self) -> dict[str, Any]:
-        """The effective session object (`session.created`, then each `session.updated`)."""
-        return self.connection.session
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """The server's capabilities from the handshake."""
-        return self.connection.capabilities
-
-    @property
-    def attachment_generation(self) -> int | None:
-        """The server's attachment generation (it rises with every resume)."""
-        return self.connection.attachment.generation
-
-    @property
-    def last_server_event_seq(self) -> int:
-        """The highest `server_event_seq` processed."""
-        return self.connection.seq.last
-
-    @property
-    def errors(self) -> list[se.ErrorEvent]:
-        """Every `error` event received, in order."""
-        return self.connection.errors
-
-    @property
-    def closed_reason(self) -> str | None:
-        """Why the session ended (None while it runs, and if it never opened)."""
-        return self.connection.closed_reason
-
-    @property
-    def tracker(self) -> ResponseTracker[ResponseHandle]:
-        """The response tracker: every handle, the active one, the finished ones."""
-        return self.connection.tracker
-
-    @property
-    def ack_policy(self) -> AckPolicy:
-        """`received` (what arrived counts as played) or `manual` (the caller acks)."""
-        return self.connection.playback.policy
-
-    @property
-    def heartbeat_interval_s(self) -> float | None:
-        """Seconds between heartbeats (None: none)."""
-        return self.connection.heartbeat_interval_s
-
-    @property
-    def reconnects(self) -> list[ReconnectReport]:
-        """One report per reconnection, in order."""
-        return self._driver.reconnects
-
-    @property
-    def session_ids(self) -> list[str]:
-        """Every session this client ran, in order: more than one after a journal gap (§6.1)."""
-        ids: list[str] = []
-        for report in self._driver.reconnects:
-            if report.outcome == "new_session" and report.new_session_id is not None:
-                if not ids and report.previous_session_id is not None:
-                    ids.append(report.previous_session_id)
-                ids.append(report.new_session_id)
-        return ids or ([self.session_id] if self.session_id is not None else [])
-
-    @property
-    def audio_end_ms(self) -> int:
-        """Cumulative audio appended so far, rounded to ms."""
-        return self.connection.input.audio_end_ms
-
-    @property
-    def audio_samples(self) -> int:
-        """Cumulative audio appended so far, in samples."""
-        return self.connection.input.samples
-
-    @property
-    def input_pcm_format(self) -> PcmFormat:
-        """The session's input encoding and rate, which `stream` frames and sends."""
-        return PcmFormat(self.config.input_audio_format, self.config.input_sample_rate_hz)
-
-    @property
-    def is_open(self) -> bool:
-        """Whether the session is usable for sending (also while it is being resumed)."""
-        return self.connection.is_open
-
-    @property
-    def connected(self) -> bool:
-        """Whether a socket is attached right now (False while reconnecting)."""
-        return self.connection.writable
-
-    def acks_expire(self) -> bool:
-        """Whether an ack for a response finished before a later commit is refused (§5)."""
-        return self.connection.acks_expire()
 
     # --- handshake ---
 
@@ -365,16 +267,6 @@ class DuplexClientBase:
                 outcome = await self._consumers.outcome(event_id)
         return unwrap(outcome)
 
-    @property
-    def continuous_stream(self) -> bool:
-        """`response_lifecycle: continuous_stream`: one response, drained by `end_stream`."""
-        return self.capabilities.response_lifecycle == "continuous_stream"
-
-    @property
-    def takes_commits(self) -> bool:
-        """Whether turns end with a commit (False: `supports_client_commit: false`, or a stream)."""
-        return self.capabilities.supports_client_commit and not self.continuous_stream
-
     async def end_stream(self, timeout: float | None = None) -> StreamEnd:
         """End a continuous stream: `session.close`, then its drained response and the close.
 
@@ -468,10 +360,3 @@ class DuplexClientBase:
         self._tools.end()
         self._driver.perform(self.connection.terminate("client_close"))
         await self._driver.stop()
-
-
-def encode_g711(pcm: bytes, audio_format: str, sample_rate_hz: int) -> bytes:
-    """PCM16 as G.711 for a `g711_ulaw`/`g711_alaw` session (the media layer's codec, PyAV)."""
-    from duplex_client.media.g711 import encode
-
-    return encode(pcm, audio_format, sample_rate_hz)

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Unpack, runtime_checkable
+from typing import Any, Literal
 
 from duplex_client.client.prefetch import PlanPrefetcher
-from duplex_client.client.resume import ReconnectListener, ReconnectReport
 from duplex_client.client.server_commits import ServerCommitFollower
+from duplex_client.client.streaming.reconnects import attach_timeline
+from duplex_client.client.streaming.result import StreamResult
+from duplex_client.client.streaming.sending import _send_planned, _sleep_until
+from duplex_client.client.streaming.targets import StreamTarget, _TakesCommits, _Unlistenable
 from duplex_client.framing.clock import MediaClock
-from duplex_client.framing.delivered import Deliveries
 from duplex_client.framing.framer import Framer
 from duplex_client.framing.pcm_format import DEFAULT_PCM, HasSessionFormat, Retargetable
 from duplex_client.framing.plan import (
     DEFAULT_CHUNK_MS,
     FramerConfig,
-    FramingReport,
     PlannedAppend,
     SoundtrackPolicy,
     StreamPosition,
@@ -34,159 +33,12 @@ from duplex_client.framing.sources import (
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid, samples_to_ms
 from duplex_client.protocol.capabilities import Capabilities
-from duplex_client.protocol.server_events import ServerEvent
-from duplex_client.protocol.session.inputs import AppendFields
 
-#: Deadlines are met to within this much (guards against float residue in sleep loops).
-_DEADLINE_SLACK_S = 1e-6
 #: Internal switch (benchmarks only): False plans every append inline on the loop's thread.
 PLAN_IN_WORKER = True
 
 #: What `stream` accepts as its input.
 Source = AudioVisualSource | PcmSource | bytes | None
-
-
-class StreamTarget(Protocol):
-    """What `stream` needs from a session client (`DuplexClient` satisfies it)."""
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """The server's capabilities from the handshake."""
-        ...
-
-    @property
-    def audio_end_ms(self) -> int:
-        """Cumulative audio sent so far, rounded ms."""
-        ...
-
-    async def append_input(self, pcm: bytes | None = None, **fields: Unpack[AppendFields]) -> str:
-        """Send one append (no PCM with frames: a VISION unit); returns the event id sent."""
-        ...
-
-    async def commit(self, *, final: bool = True, create_response: bool | None = None) -> str:
-        """Send a commit; returns the event id sent."""
-        ...
-
-
-@runtime_checkable
-class _Listenable(Protocol):
-    def add_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
-
-
-@runtime_checkable
-class _TakesCommits(Protocol):
-    @property
-    def takes_commits(self) -> bool: ...
-
-
-@runtime_checkable
-class _Unlistenable(_Listenable, Protocol):
-    def remove_listener(self, listener: Callable[[ServerEvent, float], None]) -> None: ...
-
-
-@runtime_checkable
-class _TakesImages(Protocol):
-    async def send_image_item(self, image: bytes) -> str: ...
-
-
-@runtime_checkable
-class _Reconnecting(Protocol):
-    def add_reconnect_listener(self, listener: ReconnectListener) -> None: ...
-
-
-class TimelineReconnects:
-    """Writes a client's reconnections into a timeline: `reconnects` rows, resends, late sends.
-
-    Appends written before a drop and sent again after the resume get a `resends` entry
-    (`attempt`: the reconnect attempt that resumed); appends queued while disconnected keep
-    their deadline and get the time they really left as `sent_offset_ms` (lateness included).
-    """
-
-    def __init__(self, timeline: InputTimeline) -> None:
-        self.timeline = timeline
-        self._rows: dict[int, dict[str, Any]] = {}
-        self._applied: dict[int, int] = {}
-
-    def __call__(self, report: ReconnectReport) -> None:
-        """Record (or update) one report; called when a reconnection ends or changes outcome."""
-        clock = self.timeline.clock
-        if clock is None or not clock.started:
-            return
-        done = self._applied.get(report.index, 0)
-        for delivery in report.deliveries[done:]:
-            at = clock.offset_ms(delivery.sent_at)
-            if delivery.resend:
-                self.timeline.add_resend(delivery.event_id, at, report.attempts)
-            else:
-                self._sent_late(delivery.event_id, at)
-        self._applied[report.index] = len(report.deliveries)
-        resumed = None
-        if report.outcome != "failed" and report.ended_at is not None:
-            resumed = clock.offset_ms(report.ended_at)
-        row = self.timeline.add_reconnect(
-            started_offset_ms=clock.offset_ms(report.started_at),
-            resumed_offset_ms=resumed,
-            attempts=report.attempts,
-            outcome=report.outcome or "failed",
-            resent_appends=report.resent_appends,
-        )
-        if report.outcome == "new_session":
-            row["previous_session_id"] = report.previous_session_id
-            row["new_session_id"] = report.new_session_id
-            row["lost_appends"] = report.unresolved
-        earlier = self._rows.get(report.index)
-        if earlier is not None:  # an update: keep one row per reconnection
-            self.timeline.reconnects.pop()  # the row just added
-            earlier.update(row)
-        else:
-            self._rows[report.index] = row
-
-    def _sent_late(self, event_id: str, at: float) -> None:
-        self.timeline.set_sent_offset(event_id, at)
-
-
-_RECORDERS: weakref.WeakKeyDictionary[InputTimeline, TimelineReconnects] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def attach_timeline(timeline: InputTimeline, target: StreamTarget, clock: MediaClock) -> None:
-    """Time `timeline` by `clock` and let it hear `target`'s events and reconnections."""
-    timeline.clock = clock
-    ledger = getattr(target, "input_ledger", None)
-    if isinstance(ledger, Deliveries):
-        timeline.deliveries = ledger
-    if isinstance(target, _Listenable):
-        timeline.listen_to(target)
-    if isinstance(target, _Reconnecting):
-        target.add_reconnect_listener(reconnect_recorder(timeline))
-
-
-def reconnect_recorder(timeline: InputTimeline) -> TimelineReconnects:
-    """The one recorder of a timeline (registering it twice with a client is harmless)."""
-    recorder = _RECORDERS.get(timeline)
-    if recorder is None:
-        recorder = _RECORDERS[timeline] = TimelineReconnects(timeline)
-    return recorder
-
-
-@dataclass(frozen=True, slots=True)
-class StreamResult:
-    """What a stream sent, and where a follow-up stream continues (pass `position`, `clock`)."""
-
-    position: StreamPosition
-    clock: MediaClock
-    report: FramingReport
-    append_event_ids: tuple[str, ...]
-    commit_event_id: str | None
-    media_end_ms: int
-    #: When the final commit was sent (the clock's `now()`; None without one).
-    commit_sent_at: float | None = None
-
-    @property
-    def appends(self) -> int:
-        """Number of appends sent."""
-        return len(self.append_event_ids)
 
 
 def _in_memory(pcm: PcmSource | None, sampler: FrameSampler | None) -> bool:
@@ -204,52 +56,6 @@ def _split_source(
     if isinstance(source, bytes | bytearray):
         return BytesPcmSource(bytes(source)), frames
     return source, frames
-
-
-async def append_planned(target: StreamTarget, append: PlannedAppend) -> str:
-    """Send one planned append (PCM, frames and labels); returns its event id.
-
-    A session that takes images as items (a turn-based model with `supports_image_input`)
-    gets the append's base frame as an `input_image` item first, and the append without it.
-    """
-    frames = append.video_frames
-    # the capability before the runtime Protocol check, which costs tens of µs per call
-    caps = getattr(target, "capabilities", None) if frames else None
-    if caps is not None and caps.supports_image_input and isinstance(target, _TakesImages):
-        await target.send_image_item(frames[0])
-        frames = ()
-    return await target.append_input(
-        append.pcm or None,
-        video_frames=frames,
-        is_speech=append.is_speech,
-        media_start_ms=append.media_start_ms,
-        media_end_ms=append.media_end_ms,
-        unit_index=append.unit_index,
-    )
-
-
-async def send_append(
-    target: StreamTarget,
-    append: PlannedAppend,
-    clock: MediaClock,
-    timeline: InputTimeline | None,
-    on_sent: Callable[[PlannedAppend], None] | None,
-) -> str:
-    """Send one append now, record it (due at its media end) and tell `on_sent`."""
-    sent_at = clock.now()
-    event_id = await append_planned(target, append)
-    if timeline is not None:
-        timeline.add_append(append, event_id, clock.timing(append.media_end_ms, sent_at))
-    if on_sent is not None:
-        on_sent(append)
-    return event_id
-
-
-async def _sleep_until(
-    clock: MediaClock, media_ms: float, sleep: Callable[[float], Awaitable[None]]
-) -> None:
-    while (wait := clock.wait_s(media_ms)) > _DEADLINE_SLACK_S:
-        await sleep(wait)
 
 
 def _start_position(
@@ -399,32 +205,6 @@ def _stream_clock(
     if realtime is not None and realtime != clock.realtime:
         raise ValueError(f"realtime={realtime} contradicts the clock's pacing {clock.pacing!r}")
     return clock
-
-
-async def _send_planned(
-    prefetch: PlanPrefetcher,
-    target: StreamTarget,
-    clock: MediaClock,
-    timeline: InputTimeline | None,
-    on_sent: Callable[[PlannedAppend], None] | None,
-    sleep: Callable[[float], Awaitable[None]],
-    end_ms: int,
-) -> tuple[list[str], int]:
-    """Send every planned append at its release time; the event ids and the last media end."""
-    ids: list[str] = []
-    while (due := await prefetch.next_end()) is not None:
-        # Planned ahead (frame decoding and encoding happen there, not after the wait); a
-        # server commit heard during the wait moves the grid, so the label is redone.
-        # An append is released when its audio would have been captured (its media end),
-        # as a live source's is: the server never hears a sample before it was "spoken".
-        if clock.realtime:
-            await _sleep_until(clock, due, sleep)
-        append = await prefetch.take()
-        if clock.realtime and append.media_end_ms > due:
-            await _sleep_until(clock, append.media_end_ms, sleep)
-        ids.append(await send_append(target, append, clock, timeline, on_sent))
-        end_ms = append.media_end_ms
-    return ids, end_ms
 
 
 async def _write_timeline(timeline: InputTimeline, *, inline: bool) -> None:
