@@ -231,7 +231,7 @@ def test_internal_errors_are_contained(monkeypatch) -> None:
 
 
 def test_append_rows_are_bounded_but_counted(monkeypatch) -> None:
-    monkeypatch.setattr("duplex_client.server.session.MAX_APPEND_ROWS", 3)
+    monkeypatch.setattr("duplex_client.server.session.machine.MAX_APPEND_ROWS", 3)
     _, session, _ = open_session()
     for i in range(5):
         session.handle(append(tone(200), f"evt_a{i}"), i * 0.2)

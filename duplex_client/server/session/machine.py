@@ -11,23 +11,13 @@ from duplex_client.protocol.capabilities import Capabilities
 from duplex_client.protocol.client_events import decode_client_event
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.protocol.fields import SchemaError
-from duplex_client.protocol.objects import ContentPart, Item, ResumeInput
-from duplex_client.protocol.response_events import OutputAudioBufferCleared
-from duplex_client.protocol.server_events import (
-    ServerEvent,
-    SessionCreated,
-    SessionExpired,
-    SessionReplaced,
-    SessionResumed,
-    SessionUpdated,
-)
-from duplex_client.server import execution, ids, playback, tools
-from duplex_client.server.backpressure import close_notice
+from duplex_client.protocol.server_events import ServerEvent, SessionUpdated
+from duplex_client.server import playback
 from duplex_client.server.continuous import ContinuousStream
 from duplex_client.server.conversation import Conversation
-from duplex_client.server.emitter import CloseSocket, Emitter, Output, Send
+from duplex_client.server.emitter import Emitter, Output
 from duplex_client.server.engine.base import Engine
-from duplex_client.server.errors import Reject, client_event_id, error_event, is_session_fatal
+from duplex_client.server.errors import Reject, client_event_id
 from duplex_client.server.faults import Faults
 from duplex_client.server.handlers import HANDLERS
 from duplex_client.server.input_buffer import InputBuffer
@@ -39,6 +29,8 @@ from duplex_client.server.live_state import live_state
 from duplex_client.server.pipeline import Decisions, Pipeline
 from duplex_client.server.profiles import Profile
 from duplex_client.server.retained import RetainedTurns
+from duplex_client.server.session import attach, responses, timers
+from duplex_client.server.session import endings as _endings
 from duplex_client.server.session_object import build_session_object
 from duplex_client.server.settings import SessionSettings
 from duplex_client.server.turn_state import TurnTracker
@@ -217,22 +209,7 @@ class DuplexSession:
 
     def open(self, now: float) -> list[Output]:
         """The handshake answer: `session.created` (unsequenced) then `session.updated`."""
-        token = self.life.resume_token
-        created = SessionCreated(
-            session=self.session_object(),
-            resume_token=token,
-            attachment_generation=self.life.generation if token is not None else None,
-        )
-        self.emit(created, now)
-        self.emit(SessionUpdated(session=self.session_object()), now)
-        # the older extra_body spelling wins, as vLLM-Omni 0.30.0's MiniCPM-o plugin reads it
-        text = self._settings.extra_body.get("duplex_initial_user_text")
-        text = text or self._settings.initial_user_text
-        if isinstance(text, str) and text:
-            content = [ContentPart(type="input_text", text=text)]
-            item = Item(id=ids.item_id(), role="user", status="completed", content=content)
-            self._conversation.add_item(item.to_dict())
-        return self._emitter.drain()
+        return attach.open_session(self, now)
 
     def handle(self, event: dict[str, Any], now: float) -> list[Output]:
         """Process one client event (any JSON object); never raises on its content."""
@@ -249,110 +226,43 @@ class DuplexSession:
                 raise Reject.schema(exc) from None
             HANDLERS[decoded.TYPE](self, decoded, now)
         except Reject as rej:
-            self.reject(rej, cid, now)
+            _endings.reject(self, rej, cid, now)
         except Exception:
             log.exception("session %s: internal error handling %s", self._session_id, etype)
-            self.fail(ErrorCode.INTERNAL_ERROR, "internal server error", now, close_code=1011)
-        self._advance(now)
+            _endings.fail(
+                self, ErrorCode.INTERNAL_ERROR, "internal server error", now, close_code=1011
+            )
+        timers.advance(self, now)
         return self._emitter.drain()
-
-    def _grace_end(self) -> float | None:
-        return self.life.grace_deadline(self._limits.disconnect_grace_s)
 
     def tick(self, now: float) -> list[Output]:
         """Run due timers: pipeline items, output chunks, journal age, idle TTL, grace."""
-        if self.life.state.running:
-            if self.journal is not None:
-                self.journal.evict(now)
-            grace_end = self._grace_end()
-            idle = now >= self.life.idle_deadline(self._settings.idle_timeout_s)
-            if grace_end is not None and now >= grace_end:
-                self._expire("disconnect_grace_expired", now)
-            elif idle and self.life.state is SessionState.OPEN:
-                self._idle(now)
-            else:
-                self._advance(now)
+        timers.tick(self, now)
         return self._emitter.drain()
 
     def next_deadline(self) -> float | None:
         """The earliest time `tick` has something to do."""
-        if not self.life.state.running:
-            return None
-        times = [self.life.idle_deadline(self._settings.idle_timeout_s)]
-        for t in (
-            self._pipeline.next_ready_at(),  # None while pending: `on_pending` wakes the shell
-            self._conversation.next_due(),
-            self._grace_end(),
-            self.journal.next_expiry() if self.journal is not None else None,
-        ):
-            if t is not None:
-                times.append(t)
-        return min(times)
-
-    def _idle(self, now: float) -> None:
-        """No client event for `idle_timeout_s`: the socket is treated as dropped.
-
-        As vLLM-Omni 0.30.0's read loop (`entrypoints/duplex/serving.py` `_read_loop`): a
-        resumable session detaches into its disconnect grace and the socket closes (1000); any
-        other ends, its response cancelled (`timeout`).
-        """
-        if self.can_resume:
-            self.life.detach(now)
-            self._emitter.close(1000, "idle_timeout")
-            return
-        self._conversation.cancel("timeout", now)
-        self.finish("disconnect", now)
+        return timers.next_deadline(self)
 
     def shut_down(self, now: float) -> list[Output]:
         """The server stops: the response cancelled, `session.closed {reason: "shutdown"}`."""
-        if self.closed:
-            return []
-        self._conversation.cancel("shutdown", now)
-        self.finish("shutdown", now)
-        return self._emitter.drain()
+        return _endings.shut_down(self, now)
 
     def detach(self, now: float) -> list[Output]:
         """The socket dropped without `session.close`: keep running for the grace, or close."""
-        if self.life.state is not SessionState.OPEN:
-            return []
-        if self.can_resume:
-            self.life.detach(now)
-        else:
-            self._conversation.cancel("disconnect", now)
-            self.finish("disconnect", now, close_code=None)
-        return self._emitter.drain()
+        return attach.detach(self, now)
 
     def journal_gap(self, last_seq: int) -> bool:
         """Whether a resume from `last_seq` needs events the journal no longer holds."""
-        return self.journal is None or self.journal.replay_after(last_seq) is None
+        return attach.journal_gap(self, last_seq)
 
     def resume(self, last_seq: int, now: float) -> list[Output]:
         """Reattach (token and journal already checked): `session.resumed`, then the replay."""
-        self.life.reattach(now)
-        replay = self.journal.replay_after(last_seq) if self.journal is not None else None
-        position = ResumeInput(
-            last_event_id=self._ledger.last_event_id,
-            audio_end_ms=self._inputs.audio_end_ms,
-            append_count=self._ledger.append_count,
-        )
-        resumed = SessionResumed(
-            session_id=self._session_id,
-            resume_token=self.life.resume_token,
-            attachment_generation=self.life.generation,
-            session={},
-            input=position.to_dict(),
-        )
-        self.emit(resumed, now)
-        for data in replay or ():
-            self._emitter.raw(Send("replay", data))
-        return self._emitter.drain()
+        return attach.resume(self, last_seq, now)
 
     def replaced_outputs(self, old_generation: int) -> list[Output]:
         """What the superseded socket gets on takeover: `session.replaced`, then a close."""
-        send = self._emitter.build(
-            SessionReplaced(session_id=self._session_id, attachment_generation=old_generation)
-        )
-        return [send, CloseSocket(1000, "session_replaced")]
+        return attach.replaced_outputs(self, old_generation)
 
     # --- actions the handlers share (`SessionPort`) ---
 
@@ -385,72 +295,22 @@ class DuplexSession:
 
         `endings` are failed `response.done` events re-sent for endings the client never got.
         """
-        if not self.life.state.running:
-            return
-        self.emit(error_event(code, message), now)
-        for ending in endings:
-            self.emit(ending, now)
-        self._conversation.fail(reason, now)
-        self.finish(reason, now, close_code=close_code)
+        _endings.fail(
+            self, code, message, now, close_code=close_code, reason=reason, endings=endings
+        )
 
     def reject(self, rej: Reject, cid: str | None, now: float) -> None:
         """Emit the error for a refused client event; fatal codes end the session."""
-        self.emit(error_event(rej.code, rej.message, param=rej.param, client_event_id=cid), now)
-        if is_session_fatal(rej.code):
-            self._conversation.fail("error", now)
-            self.finish("error", now, close_code=1011)
+        _endings.reject(self, rej, cid, now)
 
     def finish(self, reason: str, now: float, *, close_code: int | None = 1000) -> None:
         """Emit `session.closed` as the last event and close (code None: no socket to close)."""
-        if self.closed:
-            return
-        notice = close_notice(self._session_id, self._epoch, reason, self._emitter)
-        self.emit(notice, now)
-        self._end(notice.reason or reason, close_code)  # an over-long reason is not kept
+        _endings.finish(self, reason, now, close_code=close_code)
 
     def interrupt(self, reason: str, now: float) -> None:
         """Stop the active response: `output_audio_buffer.cleared`, then a cancelled done."""
-        active = self._conversation.active
-        if active is None:
-            return
-        self.advance_epoch()
-        if reason == "barge_in":
-            self._turn.signal("barge_in")
-        self.emit(OutputAudioBufferCleared(response_id=active.response_id), now)
-        self._conversation.cancel(reason, now)
+        responses.interrupt(self, reason, now)
 
     def response_finished(self, now: float) -> None:
         """A response ended: a function output's follow-up, or one for turns deferred behind it."""
-        if not self.life.state.running or self._conversation.active is not None:
-            return
-        if tools.follow_up(self, now):
-            return
-        decision = self._retained.latest_deferred()
-        if decision is not None:
-            turns = self._retained.take()
-            self._conversation.start(
-                decision=decision, trigger="deferred_commit", unit=None, turns=turns, now=now
-            )
-
-    # --- internals ---
-
-    def _expire(self, reason: str, now: float) -> None:
-        self._conversation.cancel(reason, now)
-        self.emit(SessionExpired(session_id=self._session_id, reason=reason), now)
-        self._end(reason, None if self.life.was_detached else 1000)
-
-    def _end(self, reason: str, close_code: int | None) -> None:
-        self.life.end(reason)
-        self._pipeline.clear()
-        if close_code is not None:
-            self._emitter.close(close_code, reason)
-        if self.on_closed is not None:
-            self.on_closed(self)
-
-    def _advance(self, now: float) -> None:
-        while self.life.state.running and (work := self._pipeline.pop_due(now)) is not None:
-            execution.execute(self, work, now)
-            self._conversation.pump(now)
-        if self.life.state.running:
-            self._conversation.pump(now)
-            self._stream.poll(self, now)
+        responses.response_finished(self, now)
