@@ -124,7 +124,9 @@ def test_an_answer_plays_and_the_bundle_holds_what_the_page_played(
         page.wait("() => Object.values(window.duplexPage.stats.played).some(n => n >= 36000)")
         page.page.wait_for_timeout(300)
         # what the page shows while live: level, transcript, lateness, the event log
-        assert float(page.page.eval_on_selector("#level", "e => e.value")) > -60
+        # Chromium's fake microphone beeps with gaps between: the meter shows a beep within a
+        # few seconds, not at any one instant (a single read saw -96 dB once on a loaded CI)
+        page.wait("() => Number(document.getElementById('level').value) > -60", timeout_s=5)
         assert "unit 2" in page.page.text_content("#transcript")
         assert page.page.text_content("#lateness").startswith("p50 ")
         assert "ms (live estimate)" in page.page.text_content("#latency")
