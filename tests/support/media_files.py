@@ -103,6 +103,50 @@ def write_clip(
     return path
 
 
+def write_moving_clip(
+    path: Path,
+    *,
+    size: tuple[int, int] = (160, 120),
+    seconds: float = 11.0,
+    fps: int = 30,
+    keyint: int = 30,
+    bframes: bool = True,
+    open_gop: bool = False,
+    vfr_ms: Sequence[int] | None = None,
+) -> Path:
+    """H.264 of a panning gradient with a moving box: every frame differs from its neighbours.
+
+    Keyframes every `keyint` frames exactly (no scene-cut keyframes); `bframes` False encodes
+    without B-frames (with them, libx264's default B-pyramid makes some B-frames references);
+    `open_gop` lets B-frames after a keyframe refer across it; `vfr_ms` gives frame times in ms.
+    """
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w]
+    base = np.dstack([xx * 255 // w, yy * 255 // h, (xx + yy) * 127 // (w + h)]).astype(np.uint8)
+    params = f"keyint={keyint}:min-keyint={keyint}:scenecut=0"
+    params += ("" if bframes else ":bframes=0") + (":open-gop=1" if open_gop else "")
+    count = len(vfr_ms) if vfr_ms else round(seconds * fps)
+    box_h, box_w = max(2, h // 6), max(2, w // 8)
+    with av.open(str(path), "w") as out:
+        opts = {"preset": "veryfast", "x264-params": params}
+        vs = out.add_stream("libx264", rate=1000 if vfr_ms else fps, options=opts)
+        vs.width, vs.height, vs.pix_fmt = w, h, "yuv420p"
+        if vfr_ms:
+            vs.time_base = Fraction(1, 1000)
+        for i in range(count):
+            img = np.roll(base, i * 3, axis=1)
+            y, x = (i * 2) % (h - box_h), (i * 5) % (w - box_w)
+            img[y : y + box_h, x : x + box_w] = 240
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="bgr24")
+            if vfr_ms:
+                frame.pts, frame.time_base = vfr_ms[i], Fraction(1, 1000)
+            else:
+                frame.pts, frame.time_base = i, Fraction(1, fps)
+            out.mux(vs.encode(frame))
+        out.mux(vs.encode())
+    return path
+
+
 def add_aac(out: Any, rate: int, layout: str) -> Any:
     """Add an AAC stream to an output container (before anything is muxed)."""
     return out.add_stream("aac", rate=rate, layout=layout)

@@ -7,49 +7,14 @@ with a variable frame rate, for every unit of several grids: same source pts, sa
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import av
-import numpy as np
 import pytest
 
 from duplex_client.media import cursor
 from duplex_client.media.frames import ClipFrames
-
-SIZE = (160, 120)
-SECONDS = 11
-FPS = 30
-
-
-def write_moving_clip(
-    path: Path, *, keyint: int, bframes: bool = True, vfr_ms: list[int] | None = None
-) -> Path:
-    """H.264 of a panning gradient with a moving box (`vfr_ms`: explicit frame times in ms)."""
-    w, h = SIZE
-    yy, xx = np.mgrid[0:h, 0:w]
-    base = np.dstack([xx * 255 // w, yy * 255 // h, (xx + yy) * 127 // (w + h)]).astype(np.uint8)
-    params = f"keyint={keyint}:min-keyint={keyint}:scenecut=0" + ("" if bframes else ":bframes=0")
-    count = len(vfr_ms) if vfr_ms else SECONDS * FPS
-    with av.open(str(path), "w") as out:
-        opts = {"preset": "veryfast", "x264-params": params}
-        vs = out.add_stream("libx264", rate=1000 if vfr_ms else FPS, options=opts)
-        vs.width, vs.height, vs.pix_fmt = w, h, "yuv420p"
-        if vfr_ms:
-            vs.time_base = Fraction(1, 1000)
-        for i in range(count):
-            img = np.roll(base, i * 3, axis=1)
-            img[(i * 2) % (h - 20) :][:20, (i * 5) % (w - 20) :][:, :20] = 240
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="bgr24")
-            if vfr_ms:
-                frame.pts, frame.time_base = vfr_ms[i], Fraction(1, 1000)
-            else:
-                frame.pts, frame.time_base = i, Fraction(1, FPS)
-            out.mux(vs.encode(frame))
-        out.mux(vs.encode())
-    return path
-
+from tests.support.media_files import write_moving_clip
 
 def sample(path: Path, fps: float, unit_ms: int, stack: int) -> tuple[list[Any], int]:
     """Every unit's (pts, bytes) of base and composite, and the frames decoded."""
