@@ -161,8 +161,7 @@ def ingest(path: Path) -> dict[str, Any]:
             if group is not None and not group.held:
                 frames += 1
                 jpeg_bytes += len(group.base.data)
-        cursor = clip.frames._cursor
-        decoded = cursor.decoded_frames if cursor is not None else 0
+        decoded = clip.frames.decoded_frames
     return {
         "seconds": time.perf_counter() - started,
         "pcm_s": pcm_bytes / 32000,

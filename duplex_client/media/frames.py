@@ -6,7 +6,13 @@ N > 1 the unit also carries a composite tiling the source frames shown at
 `s + j·(e−s)/N` (j = 1..N−1) that lie inside the clip. A unit starting at or after the
 video's end gets the last sampled frame with `held=True` and no composite.
 
-Decoding is lazy and forward-only (`VideoCursor`), so memory stays bounded for long clips.
+"The frame at t" is the last frame whose pts is at or before t (the first frame for a t
+before it): exactly the frame a decode of every frame shows at t, pixel for pixel
+(tests/unit/media/test_exact_frames.py). Decoding is lazy and forward-only (`VideoCursor`):
+it restarts at the last keyframe at or before each sample when one lies past what is decoded,
+and skips non-reference frames no sample shows, so memory stays bounded for long clips.
+Once the last grid frame inside the video is taken (without composites), the decoder, its
+frame pool and the file are released; later units reuse that frame's JPEG.
 Calls must come with non-decreasing `start_ms`; an earlier `start_ms` restarts decoding from
 the top of the file (correct, but it decodes again). Call `close()` when done.
 """
@@ -63,6 +69,9 @@ class ClipFrames:
         self._encoded: dict[int, EncodedImage] = {}
         self._held: EncodedImage | None = None
         self._held_index = -1
+        self._end: Fraction | None = None  # set once the decoder is released after the last
+        self._decoded_before = 0
+        self._dropped_before = 0
 
     # --- FrameSampler -------------------------------------------------------------------
 
@@ -77,9 +86,11 @@ class ClipFrames:
         if self._last_start is not None and start_ms < self._last_start:
             self._restart()
         self._last_start = start_ms
-        cursor = self._open_cursor()
         start = Fraction(start_ms, 1000)
         k = math.floor(start * self._rate)
+        if self._end is not None and self._held is not None:  # decoder released at the last
+            return FrameGroup(base=self._held, held=start >= self._end)
+        cursor = self._open_cursor()
         if not cursor.contains(start):
             return self._held_group(cursor, k)
         self._grid = {j: f for j, f in self._grid.items() if j >= k}
@@ -92,7 +103,24 @@ class ClipFrames:
         composite = None
         if self.stack_frames > 1 and end_ms > start_ms:
             composite = self._composite(k, start, Fraction(end_ms, 1000), base.width)
+        elif not cursor.contains(self._grid_time(k + 1)):
+            self._release(cursor)
         return FrameGroup(base=base, composite=composite)
+
+    @property
+    def decoded_frames(self) -> int:
+        """Video frames decoded so far (released decoders included)."""
+        return self._decoded_before + (self._cursor.decoded_frames if self._cursor else 0)
+
+    @property
+    def dropped_packets(self) -> int:
+        """Video packets skipped undecoded so far (released decoders included)."""
+        return self._dropped_before + (self._cursor.dropped_packets if self._cursor else 0)
+
+    @property
+    def decoder_open(self) -> bool:
+        """Whether a decoder (its frame pool, reference frames and the open file) is held."""
+        return self._cursor is not None
 
     def info(self) -> dict[str, Any]:
         """The timeline's `video` object (protocol.md §10)."""
@@ -114,6 +142,8 @@ class ClipFrames:
     def close(self) -> None:
         """Release the decoder and the file (a later call reopens it)."""
         if self._cursor is not None:
+            self._decoded_before += self._cursor.decoded_frames
+            self._dropped_before += self._cursor.dropped_packets
             self._cursor.close()
             self._cursor = None
         self._grid.clear()
@@ -134,6 +164,13 @@ class ClipFrames:
     def _restart(self) -> None:
         self.close()
         self._held, self._held_index = None, -1
+        self._end = None
+
+    def _release(self, cursor: VideoCursor) -> None:
+        """The last grid frame inside the video is taken: free the decoder and the file."""
+        end = cursor.end_time()
+        self._end = end if end is not None else Fraction(self.duration_ms, 1000)
+        self.close()
 
     def _grid_time(self, k: int) -> Fraction:
         return Fraction(k) / self._rate

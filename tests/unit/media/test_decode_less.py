@@ -16,6 +16,7 @@ from duplex_client.media import cursor
 from duplex_client.media.frames import ClipFrames
 from tests.support.media_files import write_moving_clip
 
+
 def sample(path: Path, fps: float, unit_ms: int, stack: int) -> tuple[list[Any], int]:
     """Every unit's (pts, bytes) of base and composite, and the frames decoded."""
     out: list[Any] = []
@@ -34,7 +35,7 @@ def sample(path: Path, fps: float, unit_ms: int, stack: int) -> tuple[list[Any],
                     None if comp is None else (comp.pts_ms, comp.data),
                 )
             )
-        decoded = frames._cursor.decoded_frames if frames._cursor else 0
+        decoded = frames.decoded_frames
     return out, decoded
 
 

@@ -62,9 +62,7 @@ def full_decode(path: Path) -> tuple[list[Fraction], list[Any], list[tuple[Fract
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         tb = stream.time_base
-        packets = [
-            (Fraction(p.pts) * tb, p.is_keyframe) for p in container.demux(stream) if p.size
-        ]
+        packets = [(Fraction(p.pts) * tb, p.is_keyframe) for p in container.demux(stream) if p.size]
         container.seek(0)
         frames = [(Fraction(f.pts) * tb, f.to_ndarray()) for f in container.decode(stream)]
     frames.sort(key=lambda f: f[0])
@@ -97,8 +95,8 @@ def sent_frames(path: Path, fps: float) -> tuple[list[ShownFrame], int]:
         for start, stop in zip(starts, [*starts[1:], starts[-1] + 1000], strict=True):
             group = frames.group_for_unit(start, stop)
             assert group is not None and not group.held
-        cursor = frames._cursor
-        decoded = cursor.decoded_frames if cursor is not None else 0
+        decoded = frames.decoded_frames
+        assert not frames.decoder_open  # released once the last sample was taken
     return sent, decoded
 
 
@@ -136,3 +134,23 @@ def test_every_sampled_frame_is_the_full_decodes_frame(
     # frame per sample (measured: one for the whole clip; skipped non-reference B-frames
     # often bring it below the bound).
     assert decoded <= cheapest_cost(packets, grid) + len(grid)
+
+
+def test_decoder_released_after_the_last_sample(clips: dict[str, Path]) -> None:
+    # 0.7 fps in a 4 s clip: grid frames at 0, 1.43 and 2.86 s; the 4.29 s one is past the end.
+    with ClipFrames(clips["gop1s_not_aligned"], fps=0.7) as frames:
+        groups = {s: frames.group_for_unit(s, s + 500) for s in (0, 1500, 2900)}
+        assert not frames.decoder_open  # the file, decoder and its frames are gone
+        decoded = frames.decoded_frames
+        later = {s: frames.group_for_unit(s, s + 500) for s in (3500, 4000, 6000)}
+        assert not frames.decoder_open and frames.decoded_frames == decoded
+        last = groups[2900]
+        assert last is not None and not last.held and last.base.pts_ms == 2833  # frame 85
+        assert [(g.base, g.held) for g in later.values() if g] == [
+            (last.base, False),
+            (last.base, True),
+            (last.base, True),
+        ]
+        again = frames.group_for_unit(0, 500)  # an earlier start decodes again from the top
+        assert again is not None and again.base == groups[0].base  # type: ignore[union-attr]
+        assert frames.decoder_open

@@ -182,9 +182,7 @@ def test_keyframe_skipping_matches_decoding_everything(
     path = make_clip("gop.mp4", video_seconds=4.0, fps=10, keyint=4, bframes=bframes)
     with ClipFrames(path, fps=1.0) as frames:
         got = [base_index(frames, s, s + 500) for s in range(0, 4000, 500)]
-        cursor = frames._cursor
-        assert cursor is not None
-        dropped, decoded = cursor.dropped_packets, cursor.decoded_frames
+        dropped, decoded = frames.dropped_packets, frames.decoded_frames
     assert got == [0, 0, 10, 10, 20, 20, 30, 30]
     # Keyframes every 4 frames: packets before the keyframe preceding each sample are
     # dropped undecoded.
@@ -197,9 +195,7 @@ def test_one_decode_per_sample_when_keyframes_sit_on_the_grid(
     path = make_clip("gop1s.mp4", video_seconds=4.0, fps=10, keyint=10)
     with ClipFrames(path, fps=1.0) as frames:
         got = [base_index(frames, s, s + 1000) for s in range(0, 4000, 1000)]
-        cursor = frames._cursor
-        assert cursor is not None
-        decoded = cursor.decoded_frames
+        decoded = frames.decoded_frames
     assert got == [0, 10, 20, 30]
     # Each keyframe is drained at once (no frame decoded past it) except the last sample's,
     # which has no later keyframe to jump to and decodes one frame ahead.
