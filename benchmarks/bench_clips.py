@@ -1,6 +1,21 @@
-"""Concurrent clip streams from one client process: media planned off the loop vs inline.
+"""Clip streams from one client process: what a stream costs by clip kind, and at scale.
 
-N concurrent `stream_clip(realtime=True)` runs of one 20 s 1280x720 30 fps H.264 + AAC clip
+**Clip kinds** (the default run; issue 31): for each kind of `benchmarks._clip_kinds` (720p30
+with keyframes every 0.5 s, 1 s on the 1 fps sample times, 1 s off them (29 frames), 2 s and
+10 s, each with and without B-frames; 1080p30 and 2160p30 with 29-frame GOPs), all on the same
+20 s H.264 + AAC file in the same run: client CPU per stream-second of one
+`stream_clip(realtime=True)` against `duplex-cli serve --engine scripted` (client process
+CPU over the media seconds sent), the RSS that stream adds, planning alone (and the audio
+path's share of it) with its memory, frames decoded against frames sampled, and the three
+ffmpeg floors (`-threads 1`, CPU per second of clip: every frame, keyframes only, exactly the
+frame at each 1 s sample). The target: client CPU per stream-second at most 1.2x the
+exact-frame floor + 8 ms. `BENCH_CLIPS_KINDS` picks a set (`all`, `720p`, `sizes`, `one`) or
+names kinds; the table is time-boxed by `BENCH_CLIPS_BUDGET_S` (default 540 s: kinds not
+started by then are listed). Without the `ffmpeg` CLI the floors are left out, and the
+output says so.
+
+**At scale** (`--levels` or `BENCH_CLIPS_LEVELS=1`; issue 16): N concurrent
+`stream_clip(realtime=True)` runs of one 20 s 1280x720 30 fps H.264 + AAC clip
 (a keyframe every 30 frames, sampled at 1 fps) from one client process, against
 `duplex-cli serve --engine scripted --max-sessions N+2` on loopback (N = 1, 8, 16, 32), plus
 N = 8 of a 1080p30 clip and one stream of a 2160p30 (4K) clip. Starts are spread over one
@@ -17,16 +32,17 @@ Last, the event loop's stall at N = 32 (`benchmarks._stall`): a 5 ms loop-lag pr
 whole run, max and p99 within ±1 s of any stream's end (where the timeline and bundle files
 are written) against the rest, and the loop-thread stacks seen while it stalled.
 Clips are generated once into `BENCH_CACHE` (default: a folder in the temp directory).
-Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 2 s 360p smoke run;
-`--stall` or `BENCH_CLIPS_STALL=1`: only the stall measurement, N from `BENCH_CLIPS_STALL_N`).
+Run: `python -m benchmarks.bench_clips` (`--quick` or `BENCH_QUICK=1`: a 2 s 360p smoke run of
+one kind and of the concurrency table; `--stall` or `BENCH_CLIPS_STALL=1`: only the stall
+measurement, N from `BENCH_CLIPS_STALL_N`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -34,8 +50,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import _clip_kinds
+from benchmarks._clip_kinds import Kind, plan_child, rss_mb
 from benchmarks._common import ServerProcess, machine, percentile, quick_mode, table
 from benchmarks._stall import print_report, stall_child
+from benchmarks.bench_ingest import peak_rss_mb
 
 #: (label, size, seconds, levels) of the full run.
 CLIPS: list[tuple[str, tuple[int, int], int, list[int]]] = [
@@ -51,6 +70,8 @@ MODES = ("ours", "inline")
 #: Set to 1 (or pass `--stall`) to run only the event-loop stall measurement.
 STALL_ENV = "BENCH_CLIPS_STALL"
 STALL_STREAMS = 32
+#: Set to 1 (or pass `--levels`) for the concurrency table and stall instead of the kinds.
+LEVELS_ENV = "BENCH_CLIPS_LEVELS"
 
 
 def cache_dir() -> Path:
@@ -70,12 +91,6 @@ def clip_path(label: str, size: tuple[int, int], seconds: int) -> Path:
         make_clip(tmp, seconds, size, KEYINT, 2 * KEYINT)
         tmp.replace(path)
     return path
-
-
-def rss_mb() -> float:
-    """Current resident set size of this process, MB."""
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 async def _run_level(url: str, clip: Path, n: int, out: Path) -> list[Any]:
@@ -121,7 +136,7 @@ def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
         late += values
         drift += values[-1:]
         media_s += max((a["media_end_ms"] for a in rows), default=0) / 1000
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     print(
         json.dumps(
             {
@@ -197,14 +212,99 @@ def planning_cost(clip: Path, seconds: int) -> float:
         return (time.process_time() - cpu0) * 1000 / seconds
 
 
+def levels_mode() -> bool:
+    """Whether the concurrency table was asked for (`BENCH_CLIPS_LEVELS=1` or `--levels`)."""
+    return os.environ.get(LEVELS_ENV, "") not in ("", "0") or "--levels" in sys.argv[1:]
+
+
 def main() -> None:
-    """Run every row for both modes and print the tables."""
+    """The clip kinds table; the concurrency table and stall with `--levels` (both if quick)."""
     quick = quick_mode()
-    clips = QUICK_CLIPS if quick else CLIPS
     print(f"machine: {machine()}")
     if stall_mode():
         run_stall(quick)
         return
+    if not levels_mode() or quick:
+        run_kinds(quick)
+    if levels_mode() or quick:
+        run_levels(quick)
+
+
+def run_kinds(quick: bool) -> None:
+    """For each clip kind, on the same file: one stream, planning alone, the ffmpeg floors."""
+    kinds = _clip_kinds.selected(quick)
+    budget = _clip_kinds.budget_s()
+    missing = _clip_kinds.ffmpeg_missing()
+    started = time.perf_counter()
+    rows: list[list[object]] = []
+    skipped: list[str] = []
+    for kind in kinds:
+        if time.perf_counter() - started > budget:
+            skipped.append(kind.name)
+            continue
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        r = measure_kind(kind, missing)
+        rows.append(_kind_row(kind, r))
+        took = time.perf_counter() - started
+        print(f"  {kind.name} (load {load}): {json.dumps(r)} ({took:.0f} s so far)", flush=True)
+    headers = ["kind", "client CPU ms per stream-s", "planning alone", "audio share"]
+    headers += ["ffmpeg every frame", "keyframes only", "exact frames", "target", "met"]
+    headers += ["RSS per stream (MB)", "planning RSS (MB)", "decoded / sampled", "late p99 (ms)"]
+    print(table(headers, rows))
+    print(
+        "target: client CPU per stream-s <= 1.2 x the exact-frame floor + 8 ms on every kind"
+        " (ffmpeg -threads 1, CPU ms per second of clip; exact: one accurate -ss t -frames:v 1"
+        " per 1 s sample, start-up subtracted)"
+    )
+    if missing:
+        print(f"NOTE: {missing}")
+    if skipped:
+        print(f"NOTE: time box of {budget:.0f} s ({_clip_kinds.BUDGET_ENV}) reached; not run:")
+        print("  " + ", ".join(skipped))
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def measure_kind(kind: Kind, ffmpeg_missing: str | None) -> dict[str, Any]:
+    """One kind: its clip's one-stream run, planning alone and ffmpeg floors."""
+    path = _clip_kinds.kind_clip(kind, cache_dir())
+    seconds = _clip_kinds.video_seconds(path)
+    r: dict[str, Any] = {"video_s": seconds}
+    r.update(measure(path, 1, "ours", kind.seconds))
+    r.update(_clip_kinds.measure_plan(path))
+    if ffmpeg_missing is None:
+        r.update(_clip_kinds.ffmpeg_floors(path, seconds))
+    return r
+
+
+def _kind_row(kind: Kind, r: dict[str, Any]) -> list[object]:
+    def ms(key: str) -> str:
+        return f"{r[key]:.1f}" if key in r else "–"
+
+    target = 1.2 * r["exact_ms_per_s"] + 8 if "exact_ms_per_s" in r else None
+    client = r.get("cpu_ms_per_s")
+    met = "–" if target is None or client is None else ("yes" if client <= target else "**no**")
+    share = r["audio_ms_per_s"] / r["plan_ms_per_s"] if r.get("plan_ms_per_s") else None
+    samples = math.ceil(r.get("video_s", 0))
+    return [
+        kind.label,
+        ms("cpu_ms_per_s"),
+        ms("plan_ms_per_s"),
+        "–" if share is None else f"{share:.0%}",
+        ms("every_ms_per_s"),
+        ms("keys_ms_per_s"),
+        ms("exact_ms_per_s"),
+        "–" if target is None else f"{target:.1f}",
+        met,
+        ms("rss_growth_mb"),
+        ms("plan_rss_mb"),
+        f"{r.get('decoded', '–')} / {samples}",
+        ms("p99"),
+    ]
+
+
+def run_levels(quick: bool) -> None:
+    """Every concurrency row for both modes, then the stall measurement."""
+    clips = QUICK_CLIPS if quick else CLIPS
     rows: list[list[object]] = []
     plan_rows: list[list[object]] = []
     for label, size, seconds, levels in clips:
@@ -249,6 +349,8 @@ def _row(label: str, n: int, mode: str, r: dict[str, Any]) -> list[object]:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--plan-child":
+        plan_child(sys.argv[2])
     elif len(sys.argv) > 1 and sys.argv[1] == "--stall-child":
         stall_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
     else:

@@ -66,7 +66,9 @@ def _frame_image(i: int, width: int, height: int, base: Any) -> Any:
     return img
 
 
-def _encode_segment(path: Path, frames: int, size: tuple[int, int], keyint: int) -> None:
+def _encode_segment(
+    path: Path, frames: int, size: tuple[int, int], keyint: int, bframes: bool = True
+) -> None:
     """Encode `frames` of moving video (libx264 veryfast) and a 48 kHz stereo AAC tone."""
     import av
     import numpy as np
@@ -77,7 +79,7 @@ def _encode_segment(path: Path, frames: int, size: tuple[int, int], keyint: int)
     base[..., 0] = (xx * 255 // width).astype(np.uint8)
     base[..., 1] = (yy * 255 // height).astype(np.uint8)
     base[..., 2] = ((xx + yy) * 127 // (width + height)).astype(np.uint8)
-    params = f"keyint={keyint}:min-keyint={keyint}:scenecut=0"
+    params = f"keyint={keyint}:min-keyint={keyint}:scenecut=0" + ("" if bframes else ":bframes=0")
     with av.open(str(path), "w") as out:
         options = {"preset": "veryfast", "crf": "23", "x264-params": params}
         video = out.add_stream("libx264", rate=FPS, options=options)
@@ -99,12 +101,18 @@ def _encode_segment(path: Path, frames: int, size: tuple[int, int], keyint: int)
         out.mux(audio.encode())
 
 
-def make_clip(path: Path, seconds: int, size: tuple[int, int], keyint: int, seg: int) -> Path:
-    """Write a `seconds`-long clip by repeating the packets of an encoded `seg`-frame piece."""
+def make_clip(
+    path: Path, seconds: int, size: tuple[int, int], keyint: int, seg: int, bframes: bool = True
+) -> Path:
+    """Write a `seconds`-long clip by repeating the packets of an encoded `seg`-frame piece.
+
+    The video holds whole pieces (it may run past `seconds` when `seg` does not divide it);
+    the soundtrack stops at `seconds`.
+    """
     import av
 
     piece = path.with_suffix(".piece.mp4")
-    _encode_segment(piece, seg, size, keyint)
+    _encode_segment(piece, seg, size, keyint, bframes)
     with av.open(str(piece)) as src, av.open(str(path), "w") as out:
         vin, ain = src.streams.video[0], src.streams.audio[0]
         video = out.add_stream_from_template(vin)
