@@ -205,27 +205,30 @@ def _ffmpeg_cpu(args: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def ffmpeg_floors(path: Path, seconds: float) -> dict[str, float]:
-    """ffmpeg's CPU ms per second of clip: every frame, keyframes only, the exact frames."""
+def ffmpeg_floors(path: Path, seconds: float, passes: int = 2) -> dict[str, float]:
+    """ffmpeg's CPU ms per second of clip: every frame, keyframes only, the exact frames.
+
+    The exact-frame floor is a small difference of large figures (each run's start-up is
+    most of its CPU), so each sample's run is paired with a start-up run (the same command
+    decoding no frame) right before it, and the passes are averaged.
+    """
     clip = str(path)
     null = ["-an", "-f", "null", "-"]
     every = _ffmpeg_cpu(
         ["-threads", "1", "-i", clip, "-filter_threads", "1", "-vf", "fps=1", *null]
     )
     keys = _ffmpeg_cpu(["-threads", "1", "-skip_frame", "nokey", "-i", clip, *null])
-    # Start-up: open and probe the file, decode nothing after it; the median of five.
-    starts = sorted(
-        _ffmpeg_cpu(["-threads", "1", "-i", clip, "-frames:v", "0", *null]) for _ in "abcde"
-    )
-    start = starts[2]
     times = range(math.ceil(seconds))
-    exact = sum(
-        _ffmpeg_cpu(["-threads", "1", "-ss", f"{t:.3f}", "-i", clip, "-frames:v", "1", *null])
-        for t in times
-    )
+    startup = exact = 0.0
+    for _ in range(passes):
+        for t in times:
+            seek = ["-threads", "1", "-ss", f"{t:.3f}", "-i", clip]
+            startup += _ffmpeg_cpu([*seek, "-frames:v", "0", *null])
+            exact += _ffmpeg_cpu([*seek, "-frames:v", "1", *null])
+    runs = passes * len(times)
     return {
         "every_ms_per_s": every * 1000 / seconds,
         "keys_ms_per_s": keys * 1000 / seconds,
-        "exact_ms_per_s": max(0.0, exact - start * len(times)) * 1000 / seconds,
-        "startup_ms": start * 1000,
+        "exact_ms_per_s": max(0.0, exact - startup) / passes * 1000 / seconds,
+        "startup_ms": startup / runs * 1000,
     }

@@ -5,7 +5,8 @@ with keyframes every 0.5 s, 1 s on the 1 fps sample times, 1 s off them (29 fram
 10 s, each with and without B-frames; 1080p30 and 2160p30 with 29-frame GOPs), all on the same
 20 s H.264 + AAC file in the same run: client CPU per stream-second of one
 `stream_clip(realtime=True)` against `duplex-cli serve --engine scripted` (client process
-CPU over the media seconds sent), the RSS that stream adds, planning alone (and the audio
+CPU over the media seconds sent, after a 2 s warm-up stream has paid the process's one-off
+costs: modules imported on first use, the TLS context), the RSS that stream adds, planning alone (and the audio
 path's share of it) with its memory, frames decoded against frames sampled, and the three
 ffmpeg floors (`-threads 1`, CPU per second of clip: every frame, keyframes only, exactly the
 frame at each 1 s sample). The target: client CPU per stream-second at most 1.2x the
@@ -105,8 +106,12 @@ async def _run_level(url: str, clip: Path, n: int, out: Path) -> list[Any]:
     return list(await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True))
 
 
-def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
-    """Entry point of one measuring client process: prints one JSON line."""
+def child(url: str, clip: str, n: int, mode: str, out: str, warm: str = "") -> None:
+    """Entry point of one measuring client process: prints one JSON line.
+
+    `warm` names a clip streamed once before measuring, so the process's one-off costs
+    (modules imported on first use, the TLS context) are not counted as the streams'.
+    """
     import duplex_client.client.streaming.run as streaming
 
     streaming.PLAN_IN_WORKER = mode == "ours"
@@ -115,6 +120,8 @@ def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
 
     import duplex_client.run  # noqa: F401
 
+    if warm:
+        asyncio.run(_run_level(url, Path(warm), 1, Path(out) / "warm"))
     before = rss_mb()
     cpu0 = time.process_time()
     results = asyncio.run(_run_level(url, Path(clip), n, Path(out)))
@@ -158,11 +165,13 @@ def child(url: str, clip: str, n: int, mode: str, out: str) -> None:
     )
 
 
-def measure(clip: Path, n: int, mode: str, seconds: int) -> dict[str, Any]:
-    """One row: a fresh server and a fresh client process."""
+def measure(
+    clip: Path, n: int, mode: str, seconds: int, warm: Path | None = None
+) -> dict[str, Any]:
+    """One row: a fresh server and a fresh client process (warmed up by `warm` if given)."""
     with ServerProcess(max_sessions=n + 2) as server, tempfile.TemporaryDirectory() as out:
         args = [sys.executable, "-m", "benchmarks.bench_clips", "--child"]
-        args += [server.url, str(clip), str(n), mode, out]
+        args += [server.url, str(clip), str(n), mode, out, str(warm or "")]
         proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=seconds * 6 + 120)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or not lines:
@@ -269,7 +278,8 @@ def measure_kind(kind: Kind, ffmpeg_missing: str | None) -> dict[str, Any]:
     path = _clip_kinds.kind_clip(kind, cache_dir())
     seconds = _clip_kinds.video_seconds(path)
     r: dict[str, Any] = {"video_s": seconds}
-    r.update(measure(path, 1, "ours", kind.seconds))
+    warm = clip_path("warm", (64, 48), 1)  # a 2 s clip: the process's one-off costs first
+    r.update(measure(path, 1, "ours", kind.seconds, warm))
     r.update(_clip_kinds.measure_plan(path))
     if ffmpeg_missing is None:
         r.update(_clip_kinds.ffmpeg_floors(path, seconds))
@@ -348,7 +358,7 @@ def _row(label: str, n: int, mode: str, r: dict[str, Any]) -> list[object]:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7])
     elif len(sys.argv) > 1 and sys.argv[1] == "--plan-child":
         plan_child(sys.argv[2])
     elif len(sys.argv) > 1 and sys.argv[1] == "--stall-child":
