@@ -6,14 +6,14 @@ with keyframes every 0.5 s, 1 s on the 1 fps sample times, 1 s off them (29 fram
 20 s H.264 + AAC file in the same run: client CPU per stream-second of one
 `stream_clip(realtime=True)` against `duplex-cli serve --engine scripted` (client process
 CPU over the media seconds sent, after a 2 s warm-up stream has paid the process's one-off
-costs: modules imported on first use, the TLS context), the RSS that stream adds, planning alone (and the audio
-path's share of it) with its memory, frames decoded against frames sampled, and the three
-ffmpeg floors (`-threads 1`, CPU per second of clip: every frame, keyframes only, exactly the
-frame at each 1 s sample). The target: client CPU per stream-second at most 1.2x the
-exact-frame floor + 8 ms. `BENCH_CLIPS_KINDS` picks a set (`all`, `720p`, `sizes`, `one`) or
-names kinds; the table is time-boxed by `BENCH_CLIPS_BUDGET_S` (default 540 s: kinds not
-started by then are listed). Without the `ffmpeg` CLI the floors are left out, and the
-output says so.
+costs: modules imported on first use, the TLS context), the RSS that stream adds, planning
+alone (and the audio path's share of it) with its memory, frames decoded against frames
+sampled, and the three ffmpeg floors (`-threads 1`, CPU per second of clip: every frame,
+keyframes only, exactly the frame at each 1 s sample). The target: client CPU per
+stream-second at most 1.2x the exact-frame floor + 8 ms. `BENCH_CLIPS_KINDS` picks a set
+(`all`, `720p`, `sizes`, `one`) or names kinds; the table is time-boxed by
+`BENCH_CLIPS_BUDGET_S` (default 540 s: kinds not started by then are listed). Without the
+`ffmpeg` CLI the floors are left out, and the output says so.
 
 **At scale** (`--levels` or `BENCH_CLIPS_LEVELS=1`; issue 16): N concurrent
 `stream_clip(realtime=True)` runs of one 20 s 1280x720 30 fps H.264 + AAC clip

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 #: Slice threads only help files encoded with several slices per frame.
 DECODER_THREADS = "SLICE"
 #: Skip decoding non-reference frames shown before the frame asked for (no later frame needs
-#: them, and the one asked for is decoded the same). False decodes them (tests compare).
+#: them, and the one asked for is decoded the same). B-frames that are references (x264's
+#: B-pyramid) are not skipped, so this stays exact: tests/unit/media/test_exact_frames.py
+#: compares the pixels with a full decode. False decodes them (tests compare).
 SKIP_NONREF = True
 #: Read-ahead stops growing past this many bytes of undecoded packets.
 PENDING_CAP_BYTES = 64 * 1024 * 1024

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
+import av
 import pytest
 
 from benchmarks import _common
@@ -160,3 +162,53 @@ def test_web_bench_reads_its_figures_from_a_bundle(tmp_path: Any) -> None:
     (tmp_path / "result.json").write_text(json.dumps({"ok": True, "turns": turns}))
     got = bench_web.figures(tmp_path)
     assert got == {"capture": [5.0 + bench_web.BLOCK_MS], "playback": [90.0], "ok": [1.0]}
+
+
+def test_clip_kinds_selection_and_time_box(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import _clip_kinds as kinds
+
+    assert kinds.selected(True) == kinds.QUICK_KINDS
+    assert kinds.selected(False, "") == kinds.KINDS and len(kinds.KINDS) == 12
+    assert kinds.KINDS[0].label == "720p30, GOP 1 s not aligned, B-frames"  # the clip
+    assert [k.size[1] for k in kinds.selected(False, "sizes")] == [720, 1080, 2160]
+    picked = kinds.selected(False, "720p_gop10s_nob, 720p_gop0.5s")
+    assert [(k.keyint, k.bframes) for k in picked] == [(300, False), (15, True)]
+    with pytest.raises(SystemExit, match="BENCH_CLIPS_KINDS must name a set or kinds"):
+        kinds.selected(False, "720p_gop3s")
+    monkeypatch.setenv(kinds.BUDGET_ENV, "0")
+    with pytest.raises(SystemExit, match="BENCH_CLIPS_BUDGET_S must be a positive"):
+        kinds.budget_s()
+    monkeypatch.setenv(kinds.BUDGET_ENV, "90")
+    assert kinds.budget_s() == 90.0
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert "ffmpeg CLI not found" in str(kinds.ffmpeg_missing())
+
+
+def test_clip_kind_row_judges_the_target() -> None:
+    from benchmarks import _clip_kinds as kinds
+    from benchmarks.bench_clips import _kind_row
+
+    kind = kinds.KINDS[0]
+    r = {"cpu_ms_per_s": 70.0, "exact_ms_per_s": 50.0, "plan_ms_per_s": 40.0}
+    r |= {"audio_ms_per_s": 4.0, "video_s": 20.3, "decoded": 133}
+    row = _kind_row(kind, r)
+    assert row[3] == "10%" and row[7] == "68.0" and row[8] == "**no**" and row[11] == "133 / 21"
+    assert _kind_row(kind, {**r, "cpu_ms_per_s": 68.0})[8] == "yes"
+    assert _kind_row(kind, {k: v for k, v in r.items() if k != "exact_ms_per_s"})[8] == "–"
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="no ffmpeg CLI")
+def test_clip_kind_clip_and_floors(tmp_path: Path) -> None:
+    from benchmarks import _clip_kinds as kinds
+
+    kind = kinds.Kind("tiny_gop29", (64, 48), 29, bframes=False, seconds=2)
+    path = kinds.kind_clip(kind, tmp_path)
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        packets = [p for p in container.demux(stream) if p.size]
+        keys = [round(p.pts * stream.time_base * 30) for p in packets if p.is_keyframe]
+    assert len(packets) % 29 == 0  # whole GOPs
+    assert keys == list(range(0, len(packets), 29))  # a keyframe every 29 frames, no other
+    floors = kinds.ffmpeg_floors(path, kinds.video_seconds(path), passes=1)
+    assert floors["every_ms_per_s"] > 0 and floors["startup_ms"] > 0
+    assert floors["exact_ms_per_s"] >= 0
