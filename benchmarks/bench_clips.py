@@ -12,7 +12,7 @@ sampled, and the three ffmpeg floors (`-threads 1`, CPU per second of clip: ever
 keyframes only, exactly the frame at each 1 s sample). The target: client CPU per
 stream-second at most 1.2x the exact-frame floor + 8 ms. `BENCH_CLIPS_KINDS` picks a set
 (`all`, `720p`, `sizes`, `one`) or names kinds; the table is time-boxed by
-`BENCH_CLIPS_BUDGET_S` (default 540 s: kinds not started by then are listed). Without the
+`BENCH_CLIPS_BUDGET_S` (default 600 s: kinds not started by then are listed). Without the
 `ffmpeg` CLI the floors are left out, and the output says so.
 
 **At scale** (`--levels` or `BENCH_CLIPS_LEVELS=1`; issue 16): N concurrent
