@@ -154,3 +154,16 @@ def test_decoder_released_after_the_last_sample(clips: dict[str, Path]) -> None:
         again = frames.group_for_unit(0, 500)  # an earlier start decodes again from the top
         assert again is not None and again.base == groups[0].base  # type: ignore[union-attr]
         assert frames.decoder_open
+
+
+def test_b_frame_kinds_have_reference_b_frames(clips: dict[str, Path]) -> None:
+    # So the exactness above covers B-pyramid: B-frames that NONREF skipping must still decode.
+    def b_frames(skip: str) -> int:
+        with av.open(str(clips["gop2s"])) as container:
+            stream = container.streams.video[0]
+            stream.codec_context.skip_frame = skip
+            return sum(
+                f.pict_type == av.video.frame.PictureType.B for f in container.decode(stream)
+            )
+
+    assert 0 < b_frames("NONREF") < b_frames("DEFAULT")
