@@ -129,6 +129,17 @@ def eval_command(
         bool,
         _opt("--rerun-failed", panel=EVAL, metavar="", help="Run failed items again on resume."),
     ] = False,
+    each_endpoint: Annotated[
+        bool | None,
+        _opt(
+            "--each-endpoint/--share-items",
+            panel=EVAL,
+            metavar="",
+            help="Run every item on every --url and compare them (DIR/endpoint-<n>/, "
+            "compare.md), or share the items out. Default: each endpoint when --dialect names "
+            "different dialects, else shared.",
+        ),
+    ] = None,
     max_lateness_ms: Annotated[
         float,
         _opt(
@@ -176,6 +187,7 @@ def eval_command(
         "repeat": repeat,
         "retries": retries,
         "rerun_failed": rerun_failed,
+        "each_endpoint": each_endpoint,
         "max_lateness_ms": max_lateness_ms,
         "layout": None if layout is Layout.auto else layout.value,
         "limit": limit,

@@ -2,8 +2,11 @@
 
 `eval.json` (how the eval ran), `items/<id>[/<repeat>]/` (one run bundle per item run, with
 `eval_item.json` in it), `summary.jsonl`, `summary.csv` and `summary.md`, the index page
-`report.html`, and `fdb/` (the default Full-Duplex-Bench export). The eval writes them; the
-report reads them, so both take the names from here.
+`report.html`, and `fdb/` (the default Full-Duplex-Bench export). An eval that runs every item
+on every endpoint (`each_endpoint`) gives each endpoint a folder `endpoint-<n>/` of that same
+layout (its own summary and exports, what its scorers read) and compares them in
+`compare.json` / `compare.md`. The eval writes them; the report reads them, so both take the
+names from here.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ EVAL_FILE: Final = "eval.json"
 #: The folder holding one run bundle per item run.
 ITEMS_DIR: Final = "items"
 SUMMARY_JSONL: Final = "summary.jsonl"
+#: The comparison of the endpoints of an eval that ran every item on each of them.
+COMPARE_JSON: Final = "compare.json"
+COMPARE_MD: Final = "compare.md"
 SUMMARY_CSV: Final = "summary.csv"
 SUMMARY_MD: Final = "summary.md"
 #: The summary, one file per form, in the order `EvalSummary.write` renders them.
@@ -28,7 +34,7 @@ INDEX_FILE: Final = REPORT_FILE
 FDB_EXPORT_DIR: Final = "fdb"
 #: The fixed columns of a summary row, in order; manifest extra columns follow.
 SUMMARY_COLUMNS: Final = (
-    "id", "repeat", "endpoint", "status", "ok", "exit_code", "error", "duration_s", "attempts",
+    "id", "repeat", "endpoint", "dialect", "status", "ok", "exit_code", "error", "duration_s", "attempts",
     "timing", "timing_valid", "lateness_p99_ms", "drift_ms", "turns", "latency_p50_ms",
     "latency_p95_ms", "latency_max_ms", "first_answer_latency_p50_ms", "server_p50_ms",
     "overlap_p50_ms", "gap_p50_ms", "unanswered_turns", "cut_turns", "transcript", "expected",
@@ -39,6 +45,11 @@ SUMMARY_COLUMNS: Final = (
 def item_key(item_id: str, repeat: int | None) -> str:
     """An item run's bundle, relative to the eval directory (POSIX): `items/<id>[/<repeat>]`."""
     return f"{ITEMS_DIR}/{item_id}" + (f"/{repeat}" if repeat is not None else "")
+
+
+def endpoint_dir(index: int) -> str:
+    """The folder of one endpoint's items, summary and exports in an `each_endpoint` eval."""
+    return f"endpoint-{index}"
 
 
 def is_eval_dir(path: Path) -> bool:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duplex_client.bundle.eval_layout import EVAL_FILE
+from duplex_client.bundle.eval_layout import COMPARE_MD, EVAL_FILE
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
+from duplex_client.eval.compare import EndpointSide, endpoint_summaries, write_comparison
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.exports import EXPORTS, check_export, write_export
 from duplex_client.eval.item import EvalItem, is_layout_column
@@ -166,6 +167,7 @@ async def run_eval_async(
     progress: EvalProgress | None = None,
     backoff_s: float = 1.0,
     dialects: Sequence[str] = (),
+    each_endpoint: bool | None = None,
     **run_options: Any,
 ) -> EvalResult:
     """Run `items` (a directory, a manifest, or `EvalItem`s) and write bundles and a summary.
@@ -175,7 +177,11 @@ async def run_eval_async(
     as many sessions as `concurrency`. `ray`: True for a local Ray, or a cluster address.
     Bad options raise `UsageError` before anything runs; item failures are in the result.
     `dialects`: one per URL, the wire each endpoint speaks (docs/dialects.md), or one for all.
+    `each_endpoint`: every item runs on every URL (a comparison, `endpoint-<n>/` per URL and
+    `compare.json`); None: so when `dialects` names different wires, else the URLs share
+    the items out.
     """
+    compare = _each_endpoint(each_endpoint, urls, dialects)
     if dialects:
         run_options = {**run_options, "dialect": _one_dialect(dialects, urls)}
         if options is not None:
@@ -199,7 +205,7 @@ async def run_eval_async(
         check_video(base, video="a video item")
         if not any(i.input_image for i in chosen):
             check_images(base, images="a video or image item")
-    jobs = plan_jobs(chosen, repeat)
+    jobs = plan_jobs(chosen, repeat, len(urls) if compare else 0)
     out = Path(output_dir)
     inside = [
         i.id for i in chosen if i.replay and Path(i.replay).resolve().is_relative_to(out.resolve())
@@ -220,6 +226,7 @@ async def run_eval_async(
     record = {
         **settings_record(settings, base),
         "server": _server_record(urls, base, server_engine),
+        "each_endpoint": compare,
     }
     changed = changed_options(out / EVAL_FILE, record)
     if changed:
@@ -250,16 +257,36 @@ async def run_eval_async(
                 f"every endpoint is down ({pool.down_reason()}); {run.unfinished} item(s) not "
                 "run: run the same command again to resume"
             )
+        elif run.unfinished:  # a comparison's endpoint went down: its items are missing
+            error = (
+                f"{run.unfinished} item run(s) not run on an endpoint that is down "
+                f"({pool.down_reason()}): run the same command again to resume"
+            )
         summary = await run.write_summary()
+        sides = [
+            EndpointSide(e.index, e.shown, e.options(base).dialect) for e in pool.endpoints
+        ]
         again = sum(1 for r in summary.records if ItemOutcome.from_result(r.result).rerun)
         if again:
             progress.notes.append(
                 f"{again} item(s) failed for their endpoint's reasons (refused, dropped, a "
                 "server that died): the same command run again runs them again"
             )
-    if export is not None:
+    # (eval folder, its summary, its export folder): one per endpoint in a comparison
+    parts: list[tuple[Path, EvalSummary, str | os.PathLike[str] | None]] = [
+        (out, summary, export_dir)
+    ]
+    if compare:
+        per_endpoint = endpoint_summaries(summary, sides)
+        await asyncio.to_thread(write_comparison, out, per_endpoint, record)
+        progress.notes.append(f"endpoints compared: {out / COMPARE_MD}")
+        parts = [
+            (out / s.folder, sub, None if export_dir is None else Path(export_dir) / s.folder)
+            for s, sub in per_endpoint
+        ]
+    for folder, part, where in parts if export is not None else []:
         notes = await asyncio.to_thread(
-            write_export, export, summary, chosen, out, export_dir, repeat, base
+            write_export, str(export), part, chosen, folder, where, repeat, base
         )
         progress.notes.extend(notes)
     agg = summary.aggregate()
@@ -317,6 +344,19 @@ def _one_dialect(dialects: Sequence[str], urls: Sequence[str]) -> str:
             keywords=("dialect", "url"),
         )
     return dialects[0]
+
+
+def _each_endpoint(asked: bool | None, urls: Sequence[str], dialects: Sequence[str]) -> bool:
+    """Whether every item runs on every URL: as asked, else when the dialects differ (two
+    wires named side by side are a comparison, never a share-out)."""
+    if asked is None:
+        return len(set(dialects)) > 1
+    if asked and len(urls) < 2:
+        raise UsageError(
+            f"each_endpoint compares endpoints: give two or more urls, got {len(urls)}",
+            keywords=("each_endpoint", "url"),
+        )
+    return asked
 
 
 def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray: Any) -> None:

@@ -112,9 +112,13 @@ def item_options(item: EvalItem, base: RunOptions, bundle_dir: Path) -> RunOptio
     return dataclasses.replace(base, **changes)
 
 
-def failed_result(error: str, *, exit_code: int = EXIT_USAGE) -> dict[str, Any]:
+def failed_result(
+    error: str, *, exit_code: int = EXIT_USAGE, dialect: str = "duplex"
+) -> dict[str, Any]:
     """The `result.json` of an item that could not run at all (a run that never started)."""
-    return RunResult(ok=False, status="failed", exit_code=exit_code, error=error).to_dict()
+    # the wire it was to run on: a comparison's records name it
+    run = RunResult(ok=False, status="failed", exit_code=exit_code, error=error, dialect=dialect)
+    return run.to_dict()
 
 
 def clear_bundle(bundle_dir: Path) -> None:
@@ -135,7 +139,7 @@ async def run_item(
 
     clear_bundle(bundle_dir)
     if job.item.error is not None:
-        return _write_failure(bundle_dir, job.item.error)
+        return _write_failure(bundle_dir, job.item.error, job.options.dialect)
     try:
         if job.item.replay is not None:
             result = await _replay(job, bundle_dir, progress)
@@ -143,7 +147,7 @@ async def run_item(
             options = item_options(job.item, job.options, bundle_dir)
             result = await run_stream(job.url, options, progress=progress)
     except DuplexClientError as exc:  # usage or media: this item's input, nothing was sent
-        return _write_failure(bundle_dir, str(exc))
+        return _write_failure(bundle_dir, str(exc), job.options.dialect)
     return ItemOutcome.from_result(result.to_dict())
 
 
@@ -166,9 +170,9 @@ async def _replay(job: ItemJob, bundle_dir: Path, progress: RunProgress | None) 
     )
 
 
-def _write_failure(bundle_dir: Path, error: str) -> ItemOutcome:
+def _write_failure(bundle_dir: Path, error: str, dialect: str) -> ItemOutcome:
     bundle_dir.mkdir(parents=True, exist_ok=True)
-    doc = failed_result(error)
+    doc = failed_result(error, dialect=dialect)
     write_json_atomic(BundleLayout(bundle_dir).result, doc)
     return ItemOutcome.from_result(doc)
 

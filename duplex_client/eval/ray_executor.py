@@ -206,7 +206,7 @@ class RayExecutor:
         try:
             ref = task.remote(job, read_inputs(job), target)
         except Exception as exc:  # the job did not serialise, Ray is gone
-            return _write_failure(bundle_dir, f"Ray task not submitted: {_ray_error(exc)}")
+            return _write_failure(bundle_dir, job.options.dialect, f"Ray task not submitted: {_ray_error(exc)}")
         try:
             files: dict[str, bytes] = await asyncio.wrap_future(ref.future())
         except asyncio.CancelledError:
@@ -214,13 +214,13 @@ class RayExecutor:
                 self._ray.cancel(ref, force=True)
             raise
         except Exception as exc:  # the worker died past the retries, the task raised
-            return _write_failure(bundle_dir, f"Ray task failed: {_ray_error(exc)}")
+            return _write_failure(bundle_dir, job.options.dialect, f"Ray task failed: {_ray_error(exc)}")
         if RESULT_FILE not in files:
-            return _write_failure(bundle_dir, "Ray task failed: the worker sent no result.json")
+            return _write_failure(bundle_dir, job.options.dialect, "Ray task failed: the worker sent no result.json")
         try:
             doc = write_bundle(bundle_dir, files)
         except ValueError as exc:  # a result.json that is not a JSON object
-            return _write_failure(bundle_dir, f"Ray task failed: {exc}")
+            return _write_failure(bundle_dir, job.options.dialect, f"Ray task failed: {exc}")
         return ItemOutcome.from_result(doc)
 
     def close(self) -> None:
@@ -236,10 +236,10 @@ class RayExecutor:
             _reload_auth()  # back to this process's own settings for a later ray.init
 
 
-def _write_failure(bundle_dir: Path, error: str) -> ItemOutcome:
+def _write_failure(bundle_dir: Path, dialect: str, error: str) -> ItemOutcome:
     clear_bundle(bundle_dir)
     bundle_dir.mkdir(parents=True, exist_ok=True)
-    doc = failed_result(error, exit_code=EXIT_FAILED)
+    doc = failed_result(error, exit_code=EXIT_FAILED, dialect=dialect)
     tmp = bundle_dir / (RESULT_FILE + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, bundle_dir / RESULT_FILE)

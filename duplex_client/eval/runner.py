@@ -1,7 +1,9 @@
 """Many items against one or more endpoints: scheduling, retries, resume and the summary.
 
 Each endpoint runs up to `concurrency` items at once; items are taken from one queue, so a
-slow or dead endpoint never holds work another could do. An item whose attempt failed for
+slow or dead endpoint never holds work another could do. In a comparison (`each_endpoint`)
+the unit of work is an item on one endpoint: each job is pinned to its endpoint, and retried
+there only; a pinned job whose endpoint is down stays unfinished. An item whose attempt failed for
 the endpoint's reasons is tried again (on whichever endpoint is up) up to `retries` times.
 A resumed eval runs what is unfinished or failed for its endpoint's reasons; a refusal at
 capacity (`resource_exhausted`) holds the item back until one of the endpoint's sessions ends.
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from duplex_client.bundle.eval_layout import item_key
+from duplex_client.bundle.eval_layout import ITEMS_DIR, endpoint_dir, item_key
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
@@ -92,14 +94,20 @@ class EvalJob:
     item: EvalItem
     repeat: int | None
     key: str
+    #: The endpoint (index) the job runs on in a comparison; None: whichever takes it.
+    endpoint: int | None = None
 
 
-def plan_jobs(items: Sequence[EvalItem], repeat: int) -> list[EvalJob]:
-    """One job per item and repeat; bundle keys that would nest inside another are refused."""
+def plan_jobs(items: Sequence[EvalItem], repeat: int, endpoints: int = 0) -> list[EvalJob]:
+    """One job per item and repeat (per endpoint when `endpoints`, each in its endpoint's
+    folder); bundle keys that would nest inside another are refused."""
     jobs = []
-    for item in items:
-        for r in range(1, repeat + 1) if repeat > 1 else [None]:
-            jobs.append(EvalJob(item, r, item_key(item.id, r)))
+    pinned: Sequence[int | None] = range(endpoints) if endpoints else [None]
+    for endpoint in pinned:
+        folder = "" if endpoint is None else endpoint_dir(endpoint) + "/"
+        for item in items:
+            for r in range(1, repeat + 1) if repeat > 1 else [None]:
+                jobs.append(EvalJob(item, r, folder + item_key(item.id, r), endpoint))
     keys = {j.key for j in jobs}
     if len(keys) < len(jobs):
         counts = collections.Counter(i.id for i in items)  # given as a list, not loaded
@@ -112,9 +120,14 @@ def plan_jobs(items: Sequence[EvalItem], repeat: int) -> list[EvalJob]:
         if parent in keys
     )
     if nested:
-        shown = ", ".join(f"{a[6:]!r} holds {b[6:]!r}" for a, b in nested[:5])
+        shown = ", ".join(f"{_id(a)!r} holds {_id(b)!r}" for a, b in nested[:5])
         raise ItemSetError(f"item ids nest inside each other's bundle folders: {shown}")
     return jobs
+
+
+def _id(key: str) -> str:
+    """The item id (and repeat) part of a bundle key."""
+    return key.split(ITEMS_DIR + "/", 1)[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +181,8 @@ class EvalRun:
         self.pending: collections.deque[Pending] = collections.deque()
         self._next_start = 0.0
         self.outstanding = 0
+        #: Pinned jobs left queued when their endpoint went down (run by a resumed eval).
+        self.stranded = 0
         self.changed = asyncio.Condition()
         self._summary_at = 0.0
 
@@ -204,7 +219,7 @@ class EvalRun:
     @property
     def unfinished(self) -> int:
         """Jobs not run to a final status."""
-        return self.outstanding
+        return self.outstanding + self.stranded
 
     def summary(self) -> EvalSummary:
         """The summary of every finished job, in job order."""
@@ -270,9 +285,21 @@ class EvalRun:
             return None
         up = {e.index for e in self.pool.endpoints if not e.down}
         for entry in self.pending:
-            if endpoint.index not in entry.avoid or up <= entry.avoid:
+            if entry.job.endpoint is not None:  # a comparison's: its own endpoint only
+                if entry.job.endpoint == endpoint.index:
+                    return entry
+            elif endpoint.index not in entry.avoid or up <= entry.avoid:
                 return entry
         return None
+
+    def _strand(self, endpoint: Endpoint) -> None:
+        """Take the queued jobs pinned to `endpoint` (down) out of the queue: no other runs
+        them, and the eval ends without them (unfinished, for a resumed eval to run)."""
+        pinned = [e for e in self.pending if e.job.endpoint == endpoint.index]
+        for entry in pinned:
+            self.pending.remove(entry)
+        self.outstanding -= len(pinned)
+        self.stranded += len(pinned)
 
     def _start_slot(self) -> float:
         """Seconds to wait before starting: starts are spread, never all in one instant."""
@@ -303,11 +330,18 @@ class EvalRun:
             self.pool.refused(endpoint, outcome.error)
             async with self.changed:
                 self.pending.appendleft(entry)
+                if endpoint.down:
+                    self._strand(endpoint)
                 self.changed.notify_all()
             return
         if outcome.endpoint_fault:
             self.pool.faulted(endpoint, epoch, outcome.error)
-            if attempt <= self.settings.retries and not self.pool.all_down:
+            if endpoint.down:
+                async with self.changed:
+                    self._strand(endpoint)
+                    self.changed.notify_all()
+            up = not (self.pool.all_down or (job.endpoint is not None and endpoint.down))
+            if attempt <= self.settings.retries and up:
                 retry = Pending(
                     job,
                     attempt + 1,
@@ -329,7 +363,12 @@ class EvalRun:
     ) -> None:
         """Record a finished job: its eval sidecar, its summary record, the live figures."""
         bundle_dir = self.output_dir / job.key
-        side = {"endpoint": endpoint.shown, "attempts": attempts, "previous_errors": list(errors)}
+        side = {
+            "endpoint": endpoint.shown,
+            "dialect": endpoint.options(self.options).dialect,
+            "attempts": attempts,
+            "previous_errors": list(errors),
+        }
         await asyncio.to_thread(write_json_atomic, BundleLayout(bundle_dir).eval_item, side)
         record = await asyncio.to_thread(self._load, job)
         if record is not None and not record.result.get("ok"):

@@ -202,6 +202,8 @@ def summary_row(
         "id": record.id,
         "repeat": record.repeat,
         "endpoint": record.endpoint,
+        # the wire the run spoke (docs/dialects.md); a run that never started has none
+        "dialect": res.get("dialect"),
         "status": res.get("status"),
         "ok": res.get("ok"),
         "exit_code": res.get("exit_code"),

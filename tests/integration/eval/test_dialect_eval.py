@@ -1,10 +1,12 @@
-"""`eval --url A --url B --dialect duplex,openai`: one Full-Duplex-Bench item twice, each copy
-on an endpoint of its own wire (reference servers in-process, the same script behind each):
-the same turns and latencies within a 20 ms frame, exports of one shape."""
+"""`eval --url A --url B --dialect duplex,openai`: a comparison, every item on both endpoints
+(reference servers in-process, the same script behind each wire): the same turns per item,
+latencies that differ by what each wire adds (within a 20 ms frame), exports of one shape per
+endpoint, and a resumed comparison that runs only what is missing."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +23,11 @@ SCRIPT = {
     "rules": [{"on": "unit", "index": 0, "do": "speak", "audio_ms": 400}],
     "defaults": {"unit": {"do": "listen"}, "commit": {"do": "listen"}},
 }
+SAMPLES = ("1", "2")
 
 
 def _tree(root: Path) -> Path:
-    for sample in ("1", "2"):  # the same item twice: one for each endpoint
+    for sample in SAMPLES:
         turn = root / "candor_turn_taking" / sample
         turn.mkdir(parents=True)
         write_wav(turn / "input.wav", np.zeros(24000, dtype=np.int16), 16000)
@@ -34,31 +37,73 @@ def _tree(root: Path) -> Path:
     return root
 
 
-async def test_one_eval_over_two_wires_gives_the_same_turns_and_export(tmp_path: Path) -> None:
-    tree = _tree(tmp_path / "v1_0")
+def _wire_ms(bundle: Path) -> list[tuple[float, float]]:
+    """Per turn: from the answer's start on the wire (`decided_ms`) to the listener hearing
+    it, and what it heard. What the wire and its mapping add, not the real-time run's
+    absolute latency (when the server got to unit 0 varies with the machine's load)."""
+    turns = json.loads((bundle / "result.json").read_text())["turns"]
+    return [(t["heard_start_ms"] - t["decided_ms"], t["heard_ms"]) for t in turns]
+
+
+async def test_a_comparison_runs_every_item_on_both_wires_and_resumes(tmp_path: Path) -> None:
+    tree, out = _tree(tmp_path / "v1_0"), tmp_path / "eval"
     script = Script.from_dict(SCRIPT)
     async with (
         ReferenceServer(engine="scripted", script=script) as duplex,
         ReferenceServer(engine="scripted", script=script, dialect="openai") as openai,
     ):
+        urls = [duplex.url, openai.url]
         result = await run_eval_async(
-            str(tree), output_dir=tmp_path / "eval", urls=[duplex.url, openai.url],
-            dialects=["duplex", "openai"], export="fdb", tail_silence_s=0.6,
+            str(tree), output_dir=out, urls=urls, dialects=["duplex", "openai"], export="fdb",
+            tail_silence_s=0.6,
         )  # fmt: skip
-    assert result.exit_code == 0, (result.error, result.rows)
-    by_dialect = {}
-    for row in result.rows:
-        bundle = tmp_path / "eval" / row["bundle"]
-        by_dialect[json.loads((bundle / "result.json").read_text())["dialect"]] = row
-    a, b = by_dialect["duplex"], by_dialect["openai"]  # one item on each endpoint
-    assert a["turns"] == b["turns"] == 1
-    assert abs(a["latency_p50_ms"] - b["latency_p50_ms"]) <= FRAME_MS
-    outputs = sorted((tmp_path / "eval" / "fdb").rglob("output.wav"))
-    assert len(outputs) == 2
-    (pcm_a, rate_a), (pcm_b, rate_b) = (read_wav_pcm16(p) for p in outputs)
-    assert rate_a == rate_b and abs(len(pcm_a) - len(pcm_b)) <= 2 * rate_a * FRAME_MS // 1000
-    tree_files = [sorted(p.name for p in o.parent.iterdir()) for o in outputs]
-    assert tree_files[0] == tree_files[1]
+        assert result.exit_code == 0, (result.error, result.rows)
+        assert result.total == 4 and len(result.rows) == 4
+        compare = json.loads((out / "compare.json").read_text())
+        assert [(e["folder"], e["dialect"], e["items"], e["ok"]) for e in compare["endpoints"]] == [
+            ("endpoint-0", "duplex", 2, 2),
+            ("endpoint-1", "openai", 2, 2),
+        ]
+        for item in compare["items"]:
+            a, b = item["endpoints"]["endpoint-0"], item["endpoints"]["endpoint-1"]
+            assert a["turns"] == b["turns"] == 1, item
+        for row in result.rows:  # each record says where and in which wire it ran
+            folder = row["bundle"].split("/")[0]
+            assert row["dialect"] == {"endpoint-0": "duplex", "endpoint-1": "openai"}[folder]
+            side = json.loads((out / row["bundle"] / "eval_item.json").read_text())
+            assert side["dialect"] == row["dialect"]
+        for sample in SAMPLES:
+            item = f"items/candor_turn_taking/{sample}"
+            [(added_a, heard_a)] = _wire_ms(out / "endpoint-0" / item)
+            [(added_b, heard_b)] = _wire_ms(out / "endpoint-1" / item)
+            assert abs(added_a - added_b) <= FRAME_MS and heard_a == heard_b == 400
+        # each endpoint's folder is an eval of its own: its summary, its FDB export
+        for folder in ("endpoint-0", "endpoint-1"):
+            rows = [json.loads(line) for line in (out / folder / "summary.jsonl").open()]
+            assert sorted(r["bundle"] for r in rows) == [
+                f"items/candor_turn_taking/{s}" for s in SAMPLES
+            ]
+        outputs = [sorted((out / f / "fdb").rglob("output.wav")) for f in ("endpoint-0", "endpoint-1")]
+        assert [len(o) for o in outputs] == [2, 2]
+        assert [p.relative_to(out / "endpoint-0") for p in outputs[0]] == [
+            p.relative_to(out / "endpoint-1") for p in outputs[1]
+        ]
+        for pa, pb in zip(*outputs, strict=True):
+            (pcm_a, rate_a), (pcm_b, rate_b) = read_wav_pcm16(pa), read_wav_pcm16(pb)
+            assert rate_a == rate_b and abs(len(pcm_a) - len(pcm_b)) <= 2 * rate_a * FRAME_MS // 1000
+
+        # an interrupted comparison: one item gone on the openai endpoint only
+        gone = out / "endpoint-1" / "items" / "candor_turn_taking" / "2"
+        shutil.rmtree(gone)
+        kept = (out / "endpoint-0" / "items/candor_turn_taking/2" / "result.json").stat().st_mtime_ns
+        again = await run_eval_async(
+            str(tree), output_dir=out, urls=urls, dialects=["duplex", "openai"],
+            tail_silence_s=0.6,
+        )  # fmt: skip
+    assert again.exit_code == 0, (again.error, again.rows)
+    assert (gone / "result.json").exists() and len(again.rows) == 4
+    after = (out / "endpoint-0" / "items/candor_turn_taking/2" / "result.json").stat().st_mtime_ns
+    assert after == kept  # what was finished was not run again
 
 
 async def test_one_dialect_per_url_or_one_for_all(tmp_path: Path) -> None:
@@ -66,4 +111,9 @@ async def test_one_dialect_per_url_or_one_for_all(tmp_path: Path) -> None:
         await run_eval_async(
             str(_tree(tmp_path / "v1_0")), output_dir=tmp_path / "eval",
             urls=["ws://127.0.0.1:9"], dialects=["duplex", "openai"],
+        )  # fmt: skip
+    with pytest.raises(UsageError, match="each_endpoint compares endpoints"):
+        await run_eval_async(
+            str(_tree(tmp_path / "v1_1")), output_dir=tmp_path / "eval",
+            urls=["ws://127.0.0.1:9"], each_endpoint=True,
         )  # fmt: skip
