@@ -50,6 +50,7 @@ def make_run(
     *,
     n: int = 4,
     endpoints: int = 1,
+    each_endpoint: bool = False,
     **settings: object,
 ) -> EvalRun:
     items = [EvalItem(f"i{k}", input_audio="x.wav") for k in range(n)]
@@ -58,7 +59,7 @@ def make_run(
     )
     config = EvalSettings(start_interval_s=0.0, summary_every_s=0.0, **settings)  # type: ignore[arg-type]
     run = EvalRun(
-        plan_jobs(items, config.repeat), RunOptions(), tmp_path, pool, config, executor,
+        plan_jobs(items, config.repeat, endpoints if each_endpoint else 0), RunOptions(), tmp_path, pool, config, executor,
         EvalProgress(),
     )  # fmt: skip
     run.resume()
@@ -91,6 +92,37 @@ async def test_an_endpoint_fault_retries_the_item_elsewhere(tmp_path: Path) -> N
     assert run.pool.endpoints[0].faults >= 1
     side = json.loads((tmp_path / "items" / retried[0].id / ITEM_FILE).read_text())
     assert side["endpoint"] == "ws://e1" and side["attempts"] == 2
+
+
+async def test_a_comparison_runs_each_item_on_each_endpoint_and_retries_it_there(
+    tmp_path: Path,
+) -> None:
+    faults: list[str] = []
+
+    def decide(job: ItemJob, slot: int) -> dict[str, object]:
+        if slot == 1 and job.item.id == "i0" and not faults:  # one fault, retried on e1
+            faults.append(job.key)
+            return REFUSED
+        return OK_DOC
+
+    executor = FakeExecutor(decide)
+    run = make_run(tmp_path, executor, n=3, endpoints=2, each_endpoint=True)
+    await run.run()
+    ran = sorted((item, slot) for item, slot, _ in executor.attempts)
+    assert ran == [("i0", 0), ("i0", 1), ("i0", 1), ("i1", 0), ("i1", 1), ("i2", 0), ("i2", 1)]
+    keys = sorted(r.bundle for r in run.summary().records)
+    assert keys == [f"endpoint-{e}/items/i{k}" for e in (0, 1) for k in range(3)]
+    assert all(r.result["ok"] for r in run.summary().records) and run.unfinished == 0
+
+
+async def test_a_comparison_endpoint_down_leaves_its_items_unfinished(tmp_path: Path) -> None:
+    executor = FakeExecutor(lambda job, slot: REFUSED if slot == 1 else OK_DOC)
+    run = make_run(tmp_path, executor, n=5, endpoints=2, each_endpoint=True)
+    await asyncio.wait_for(run.run(), 10)  # the other endpoint's work never waits on it
+    assert run.pool.endpoints[1].down and not run.pool.endpoints[0].down
+    assert sorted(i for i, slot, _ in executor.attempts if slot == 0) == [f"i{k}" for k in range(5)]
+    assert all(slot == 1 for _, slot, a in executor.attempts if a > 1)  # never moved to e0
+    assert run.unfinished == 4  # one item failed on e1 (rerun on resume), four never ran
 
 
 async def test_every_endpoint_down_stops_without_burning_the_queue(tmp_path: Path) -> None:
