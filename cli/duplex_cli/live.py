@@ -22,6 +22,7 @@ from duplex_cli.options import (
     SESSION,
     ApiKeyOpt,
     ChunkMsOpt,
+    DialectOpt,
     FrameMaxSideOpt,
     InstructionsOpt,
     JpegQualityOpt,
@@ -54,6 +55,7 @@ from duplex_cli.running import (
 )
 from duplex_client.families import auto_preset
 from duplex_client.media.devices.keys import KeyInput, NoKeys, TerminalKeys
+from duplex_client.protocol.dialects.detect import AUTO
 from duplex_client.run.controls import LiveControls
 from duplex_client.run.live import run_live
 from duplex_client.run.options import RunOptions
@@ -189,6 +191,7 @@ def live_command(
         ),
     ] = None,
     reconnect: ReconnectOpt = True,
+    dialect: DialectOpt = AUTO,
     json_output: JsonOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -226,6 +229,7 @@ def live_command(
         require_audio=require_audio,
         server_script=server_script,
         reconnect=reconnect,
+        dialect=dialect,
     )
     show = sys.stdout.isatty() and not json_output and not quiet
     keys: KeyInput = TerminalKeys() if sys.stdin.isatty() else NoKeys()

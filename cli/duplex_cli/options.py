@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from duplex_client import families
+from duplex_client.run.options import DIALECT_CHOICES
 from duplex_client.usage import UsageError
 
 INPUT, SERVER, SESSION, OUTPUT, ADVANCED = "Input", "Server", "Session", "Output", "Advanced"
@@ -200,6 +201,17 @@ FrameMaxSideOpt = Annotated[
     int, _opt(panel=INPUT, metavar="PX", help="Downscale frames to this longest side (0: keep).")
 ]
 JpegQualityOpt = Annotated[int, _opt(panel=INPUT, metavar="N", help="JPEG quality 1..100.")]
+
+DialectOpt = Annotated[
+    str,
+    _opt(
+        panel=SERVER,
+        metavar="|".join(DIALECT_CHOICES),
+        help="The wire the endpoint speaks: duplex (vLLM-Omni's), openai (OpenAI Realtime GA) "
+        "or gpt-live (GPT-Live); auto: as the endpoint shows it, else duplex. "
+        "docs/dialects.md.",
+    ),
+]
 
 # Advanced
 ChunkMsOpt = Annotated[int, _opt(panel=ADVANCED, metavar="MS", help="Audio per append in ms.")]

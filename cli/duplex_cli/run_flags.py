@@ -22,6 +22,7 @@ from duplex_cli.options import (
     SESSION,
     ApiKeyOpt,
     ChunkMsOpt,
+    DialectOpt,
     FrameMaxSideOpt,
     InstructionsOpt,
     JpegQualityOpt,
@@ -37,7 +38,7 @@ from duplex_cli.options import (
     _opt,
     choices,
 )
-from duplex_client.protocol.dialects import DIALECTS
+from duplex_client.protocol.dialects.detect import AUTO
 from duplex_client.run.options import RunOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -235,19 +236,7 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
         5,
     ),
     ("handshake_timeout_s", _seconds(SERVER, "Seconds to wait for session.created."), 30.0),
-    (
-        "dialect",
-        Annotated[
-            str,
-            _opt(
-                panel=SERVER,
-                metavar="|".join(DIALECTS),
-                help="The wire the endpoint speaks: duplex (vLLM-Omni's), openai (OpenAI "
-                "Realtime GA) or gpt-live (GPT-Live); docs/dialects.md.",
-            ),
-        ],
-        "duplex",
-    ),
+    ("dialect", DialectOpt, AUTO),
 )
 FLAG_NAMES = tuple(name for name, _, _ in _FLAGS)
 

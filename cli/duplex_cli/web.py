@@ -28,6 +28,7 @@ from duplex_cli.options import (
     SESSION,
     ApiKeyOpt,
     ChunkMsOpt,
+    DialectOpt,
     FrameMaxSideOpt,
     InstructionsOpt,
     JpegQualityOpt,
@@ -45,6 +46,7 @@ from duplex_cli.options import (
 from duplex_cli.running import fail, note, setup_logging, stderr_console
 from duplex_cli.serve import is_loopback
 from duplex_client.families import auto_preset
+from duplex_client.protocol.dialects.detect import AUTO
 from duplex_client.run.options import RunOptions
 from duplex_client.run.result import EXIT_FAILED
 
@@ -145,6 +147,7 @@ def web_command(
         ),
     ] = None,
     reconnect: ReconnectOpt = True,
+    dialect: DialectOpt = AUTO,
     quiet: Annotated[
         bool,
         Opt(
@@ -179,6 +182,7 @@ def web_command(
         require_audio=require_audio,
         server_script=server_script,
         reconnect=reconnect,
+        dialect=dialect,
     )
     try:
         url = server_url(url)  # `--url`, else DUPLEX_URL (set but empty: refused)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -36,8 +37,9 @@ from duplex_client.eval.runner import (
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
+from duplex_client.protocol.dialects.detect import AUTO
 from duplex_client.run.checks import check_images, check_url_options, check_video
-from duplex_client.run.options import RunOptions
+from duplex_client.run.options import DUPLEX, RunOptions
 from duplex_client.run.result import EXIT_FAILED, EXIT_OK
 from duplex_client.usage import UsageError
 
@@ -263,9 +265,7 @@ async def run_eval_async(
                 f"({pool.down_reason()}): run the same command again to resume"
             )
         summary = await run.write_summary()
-        sides = [
-            EndpointSide(e.index, e.shown, e.options(base).dialect) for e in pool.endpoints
-        ]
+        sides = [EndpointSide(e.index, e.shown, e.options(base).dialect) for e in pool.endpoints]
         again = sum(1 for r in summary.records if ItemOutcome.from_result(r.result).rerun)
         if again:
             progress.notes.append(
@@ -331,11 +331,11 @@ def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOpti
 
 def _one_dialect(dialects: Sequence[str], urls: Sequence[str]) -> str:
     """The dialect the options carry: the only one, or the first of one per URL (checked)."""
-    from duplex_client.protocol.dialects import DIALECTS
+    from duplex_client.run.options import DIALECT_CHOICES
 
     for name in dialects:
-        if name not in DIALECTS:
-            allowed = ", ".join(DIALECTS)
+        if name not in DIALECT_CHOICES:
+            allowed = ", ".join(DIALECT_CHOICES)
             raise UsageError(f"dialect must be one of {allowed}, got {name!r}", param="dialect")
     if len(dialects) > 1 and len(dialects) != len(urls):
         raise UsageError(
@@ -407,6 +407,7 @@ async def _endpoints(
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
+    from duplex_client.run.dialect import with_dialect
     from duplex_client.run.embedded import embedded_server
     from duplex_client.run.session_run import embedded_profile, with_listed_model
 
@@ -421,7 +422,7 @@ async def _endpoints(
                     engine=engine,
                     max_sessions=settings.concurrency,
                     script=options.server_script,
-                    dialect=options.dialect,
+                    dialect=DUPLEX if options.dialect == AUTO else options.dialect,
                 )
             )
             pairs = [(url, "embedded")]
@@ -438,6 +439,12 @@ async def _endpoints(
         if len(dialects) > 1:  # one per url, in order
             for endpoint, dialect in zip(pool.endpoints, dialects, strict=True):
                 endpoint.dialect = dialect
+        for endpoint in pool.endpoints:  # `auto`: asked once per endpoint, not once per item
+            asked = endpoint.options(options)
+            if asked.dialect == AUTO:
+                said = functools.partial(_endpoint_note, notes, endpoint.label)
+                where = endpoint.url if urls else None
+                endpoint.dialect = (await with_dialect(where, asked, said)).dialect
         if options.model is None:  # asked once per endpoint, not once per item
             for endpoint in pool.endpoints:
                 endpoint.model = (
@@ -446,6 +453,10 @@ async def _endpoints(
         if urls and settings.concurrency > 1:
             await _ask_session_limits(pool, options, settings.concurrency, notes)
         yield pool, executor
+
+
+def _endpoint_note(notes: list[str], label: str, line: str) -> None:
+    notes.append(f"endpoint {label}: {line}")
 
 
 async def _ask_session_limits(

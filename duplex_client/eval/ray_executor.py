@@ -206,7 +206,9 @@ class RayExecutor:
         try:
             ref = task.remote(job, read_inputs(job), target)
         except Exception as exc:  # the job did not serialise, Ray is gone
-            return _write_failure(bundle_dir, job.options.dialect, f"Ray task not submitted: {_ray_error(exc)}")
+            return _write_failure(
+                bundle_dir, job.options.dialect, f"Ray task not submitted: {_ray_error(exc)}"
+            )
         try:
             files: dict[str, bytes] = await asyncio.wrap_future(ref.future())
         except asyncio.CancelledError:
@@ -214,9 +216,13 @@ class RayExecutor:
                 self._ray.cancel(ref, force=True)
             raise
         except Exception as exc:  # the worker died past the retries, the task raised
-            return _write_failure(bundle_dir, job.options.dialect, f"Ray task failed: {_ray_error(exc)}")
+            return _write_failure(
+                bundle_dir, job.options.dialect, f"Ray task failed: {_ray_error(exc)}"
+            )
         if RESULT_FILE not in files:
-            return _write_failure(bundle_dir, job.options.dialect, "Ray task failed: the worker sent no result.json")
+            return _write_failure(
+                bundle_dir, job.options.dialect, "Ray task failed: the worker sent no result.json"
+            )
         try:
             doc = write_bundle(bundle_dir, files)
         except ValueError as exc:  # a result.json that is not a JSON object

@@ -23,6 +23,7 @@ from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
 from duplex_client.protocol.dialects import DIALECTS
+from duplex_client.protocol.dialects.detect import AUTO
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.checks import DEFAULT_RECONNECT_ATTEMPTS, check_more
 from duplex_client.run.controls import PTT_MODES, PttMode, parse_schedule
@@ -53,6 +54,11 @@ __all__ = [
 PRESET_NAMES = LIVE_PRESET_CHOICES
 SOUNDTRACK_POLICIES = ("trim", "pad", "full")
 WINDOW_MODES = ("off", "basic", "context")
+DUPLEX = "duplex"
+#: What `dialect` takes: detected (the default), or one named.
+DIALECT_CHOICES: tuple[str, ...] = (AUTO, *DIALECTS)
+#: The dialects whose wire carries video frames (`auto`: not known until detected).
+VIDEO_DIALECTS = frozenset({DUPLEX, AUTO})
 #: The longest append by default; a grid with shorter units cuts it to one unit, unnoted.
 DEFAULT_CHUNK_MS = 200
 #: The longest append the framer makes: appends never cross a unit boundary, so a longer
@@ -208,8 +214,9 @@ class RunOptions:
     handshake_timeout_s: float = 30.0
     reconnect: bool = True
     reconnect_attempts: int = DEFAULT_RECONNECT_ATTEMPTS
-    #: The wire the endpoint speaks: `duplex` (ours) or `openai` (docs/dialects.md).
-    dialect: str = "duplex"
+    #: The wire the endpoint speaks: `duplex` (ours), `openai`, `gpt-live`, or `auto`: as
+    #: the endpoint shows it before the run (`duplex` when it shows none; docs/dialects.md).
+    dialect: str = AUTO
     # --- the embedded server (no URL) ---
     require_audio: bool = False
     #: A JSON script for the embedded server's scripted engine.
@@ -366,7 +373,7 @@ class RunOptions:
             ("ptt_mode", self.ptt_mode in PTT_MODES, " or ".join(PTT_MODES)),
             ("soundtrack", self.soundtrack in SOUNDTRACK_POLICIES, "trim, pad or full"),
             ("sliding_window", self.sliding_window in (None, *WINDOW_MODES), "off, basic, context"),
-            ("dialect", self.dialect in DIALECTS, ", ".join(DIALECTS)),
+            ("dialect", self.dialect in DIALECT_CHOICES, ", ".join(DIALECT_CHOICES)),
         ]
         for name, ok, allowed in choices:
             if not ok:
@@ -387,8 +394,16 @@ class RunOptions:
 
     def _check_dialect(self) -> None:
         """Another dialect carries audio only: video would be recorded as sent, and never be."""
-        if self.dialect == "duplex":
+        if self.dialect in VIDEO_DIALECTS:  # auto: checked again once detected
             return
+        family = preset_family(self.preset_name())
+        if family is not None and "video" in family.required_modalities:
+            raise UsageError(
+                f"preset {family.name} ({family.title}) requires video on every unit: the "
+                f"{self.dialect} dialect carries audio only",
+                param="preset",
+                keywords=("preset", "dialect"),
+            )
         for name in ("input_video", "input_image", "camera", "camera_file"):
             if getattr(self, name):
                 hint = " (it takes a clip's soundtrack too)" if name == "input_video" else ""

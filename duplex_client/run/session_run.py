@@ -30,8 +30,10 @@ from duplex_client.framing.plan import PlannedAppend
 from duplex_client.framing.timeline import InputTimeline
 from duplex_client.framing.units import UnitGrid
 from duplex_client.media.errors import collect_media_warnings
+from duplex_client.protocol.dialects.detect import AUTO
 from duplex_client.protocol.errors import DuplexClientError, DuplexSessionClosedError
 from duplex_client.run.checks import check_url_options
+from duplex_client.run.dialect import with_dialect
 from duplex_client.run.embedded import embedded_server
 from duplex_client.run.listening import RunListening
 from duplex_client.run.options import DEFAULT_CHUNK_MS, RunOptions, default_run_dir
@@ -72,6 +74,9 @@ async def run_session(
         check_url(url)
         check_url_options(options)
         options = await with_listed_model(url, options, progress.warn)
+    if options.dialect == AUTO:  # the wire decides the session built, and what it carries
+        options = await with_dialect(url, options, progress.warn)
+        options.validate(inputs=source.inputs)
     prepared = prepare(options, inputs=source.inputs)
     with collect_media_warnings(lambda warning: progress.warn(str(warning))):
         try:

@@ -18,6 +18,7 @@ from websockets.protocol import State
 
 from duplex_client.protocol.codec import CodecError, NotAnObjectError, loads
 from duplex_client.protocol.dialects import server_mapping
+from duplex_client.protocol.dialects.gpt_live import LIVE_PATH  # served too in that dialect
 from duplex_client.protocol.errors import ErrorCode
 from duplex_client.server import playback
 from duplex_client.server.attachment import Attachment, Runner
@@ -30,8 +31,6 @@ from duplex_client.server.session import DuplexSession
 
 log = logging.getLogger("duplex_client.server")
 PATHS = ("/v1/realtime", "/v1/duplex")
-#: GPT-Live's endpoint, served too in that dialect.
-LIVE_PATH = "/v1/live/sessions"
 #: `duplex=` values that ask `/v1/realtime` for the turn-based handler (`/v1/duplex` ignores it).
 _OFF = ("0", "false", "off", "no")
 _ON = ("1", "true", "on", "yes")

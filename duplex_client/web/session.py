@@ -21,7 +21,7 @@ from duplex_client.protocol import server_events as se
 from duplex_client.protocol.capabilities import UnitKind
 from duplex_client.protocol.errors import DuplexClientError
 from duplex_client.run.controls import LiveControls
-from duplex_client.run.options import RunOptions
+from duplex_client.run.options import VIDEO_DIALECTS, RunOptions
 from duplex_client.run.prepare import prepare
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
@@ -71,7 +71,8 @@ def ready_message(app: WebApp) -> dict[str, Any]:
         "modes": list(modes),
         "rates": {mode: session_rates(o, mode) for mode in modes},
         "mode": preferred,
-        "video": offers_video(o.preset),
+        # an audio-only dialect named: no camera offered (`auto` is known once detected)
+        "video": offers_video(o.preset) and o.dialect in VIDEO_DIALECTS,
         "preset": o.preset,
         "jitter_ms": o.jitter_ms,
         "muted": o.start_muted,

@@ -18,7 +18,7 @@ from duplex_client.framing.clock import MediaClock
 from duplex_client.media.devices.capture import AudioCapture
 from duplex_client.media.devices.filemic import FileMicrophone
 from duplex_client.run.controls import LiveControls
-from duplex_client.run.options import InputKind, RunOptions
+from duplex_client.run.options import VIDEO_DIALECTS, InputKind, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
@@ -31,6 +31,7 @@ from duplex_client.run.sources.devices import (
     live_session,
 )
 from duplex_client.run.turns import TurnMode
+from duplex_client.usage import UsageError
 from duplex_client.web.capture import BrowserCamera, BrowserMicrophone
 from duplex_client.web.clock import PageClock
 from duplex_client.web.player import PagePlayer, Post
@@ -85,6 +86,13 @@ class BrowserSource:
 
     async def open(self, options: RunOptions, progress: RunProgress) -> None:
         """Nothing to open here: the page opened its devices before it asked to start."""
+        if self.request.video and options.dialect not in VIDEO_DIALECTS:
+            raise UsageError(
+                f"camera: the {options.dialect} dialect carries audio only, no video frames; "
+                "start with the microphone alone",
+                param="dialect",
+                keywords=("dialect",),
+            )
         self._options = options
         echo = self.request.facts.get("echo", {})
         if self.request.audio and echo.get("echoCancellation") is False and not options.echo_gate:

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 from duplex_client.protocol.dialects.base import ClientMapping, ServerMapping, synthesised_caps
 from duplex_client.protocol.dialects.gpt_live import (
     GPT_LIVE_RATE_HZ,
+    LIVE_PATH,
     GptLiveClientMapping,
     GptLiveServerMapping,
 )
@@ -31,7 +32,7 @@ FIXED_RATE_HZ: dict[str, int] = {"openai": OPENAI_RATE_HZ, "gpt-live": GPT_LIVE_
 DEFAULT_PATHS: dict[str, str] = {
     "duplex": "/v1/realtime",
     "openai": "/v1/realtime",
-    "gpt-live": "/v1/live/sessions",
+    "gpt-live": LIVE_PATH,
 }
 
 __all__ = [

@@ -22,6 +22,8 @@ from duplex_client.protocol.dialects.base import Event, obj, synthesised_caps
 
 #: The PCM the SDK sends and reads in this dialect (the guides' example: PCM16 at 24 kHz).
 GPT_LIVE_RATE_HZ = 24000
+#: Where a GPT-Live endpoint lives.
+LIVE_PATH = "/v1/live/sessions"
 #: The one response the whole stream is (a continuous stream, protocol.md §9.2).
 STREAM_RESPONSE_ID = "resp_gpt_live_stream"
 _BYTES_PER_MS = GPT_LIVE_RATE_HZ * 2 // 1000

@@ -83,19 +83,25 @@ async def test_a_comparison_runs_every_item_on_both_wires_and_resumes(tmp_path: 
             assert sorted(r["bundle"] for r in rows) == [
                 f"items/candor_turn_taking/{s}" for s in SAMPLES
             ]
-        outputs = [sorted((out / f / "fdb").rglob("output.wav")) for f in ("endpoint-0", "endpoint-1")]
+        outputs = [
+            sorted((out / f / "fdb").rglob("output.wav")) for f in ("endpoint-0", "endpoint-1")
+        ]
         assert [len(o) for o in outputs] == [2, 2]
         assert [p.relative_to(out / "endpoint-0") for p in outputs[0]] == [
             p.relative_to(out / "endpoint-1") for p in outputs[1]
         ]
         for pa, pb in zip(*outputs, strict=True):
             (pcm_a, rate_a), (pcm_b, rate_b) = read_wav_pcm16(pa), read_wav_pcm16(pb)
-            assert rate_a == rate_b and abs(len(pcm_a) - len(pcm_b)) <= 2 * rate_a * FRAME_MS // 1000
+            assert (
+                rate_a == rate_b and abs(len(pcm_a) - len(pcm_b)) <= 2 * rate_a * FRAME_MS // 1000
+            )
 
         # an interrupted comparison: one item gone on the openai endpoint only
         gone = out / "endpoint-1" / "items" / "candor_turn_taking" / "2"
         shutil.rmtree(gone)
-        kept = (out / "endpoint-0" / "items/candor_turn_taking/2" / "result.json").stat().st_mtime_ns
+        kept = (
+            (out / "endpoint-0" / "items/candor_turn_taking/2" / "result.json").stat().st_mtime_ns
+        )
         again = await run_eval_async(
             str(tree), output_dir=out, urls=urls, dialects=["duplex", "openai"],
             tail_silence_s=0.6,

@@ -58,10 +58,8 @@ def make_run(
         [(f"ws://e{k}", f"ws://e{k}") for k in range(endpoints)], retries=2, backoff_s=0.01
     )
     config = EvalSettings(start_interval_s=0.0, summary_every_s=0.0, **settings)  # type: ignore[arg-type]
-    run = EvalRun(
-        plan_jobs(items, config.repeat, endpoints if each_endpoint else 0), RunOptions(), tmp_path, pool, config, executor,
-        EvalProgress(),
-    )  # fmt: skip
+    jobs = plan_jobs(items, config.repeat, endpoints if each_endpoint else 0)
+    run = EvalRun(jobs, RunOptions(), tmp_path, pool, config, executor, EvalProgress())
     run.resume()
     return run
 

@@ -28,7 +28,7 @@ from duplex_client.media.devices.lookup import (
 from duplex_client.media.devices.mic import Microphone
 from duplex_client.media.devices.player import Player
 from duplex_client.run.controls import LiveControls, PushToTalk, parse_schedule
-from duplex_client.run.options import InputKind, RunOptions
+from duplex_client.run.options import VIDEO_DIALECTS, InputKind, RunOptions
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
@@ -153,8 +153,9 @@ def open_mic(options: RunOptions, sounddevice: Any | None) -> tuple[AudioCapture
 
 
 def open_camera(options: RunOptions, devices: LiveDevices) -> Camera | None:
-    """The camera (device or file) for the options, or None."""
-    if options.no_camera:
+    """The camera (device or file) for the options, or None (also the default camera for a
+    dialect that carries audio only: one named is refused by `RunOptions.validate`)."""
+    if options.no_camera or options.dialect not in VIDEO_DIALECTS:
         return None
     source = options.camera_file if options.camera_file else camera_source(options.camera)
     return Camera(source, capture_factory=devices.video_capture)
