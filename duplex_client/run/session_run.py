@@ -36,7 +36,7 @@ from duplex_client.run.checks import check_url_options
 from duplex_client.run.dialect import with_dialect
 from duplex_client.run.embedded import embedded_server
 from duplex_client.run.listening import RunListening
-from duplex_client.run.options import DEFAULT_CHUNK_MS, RunOptions, default_run_dir
+from duplex_client.run.options import DEFAULT_CHUNK_MS, DUPLEX, RunOptions, default_run_dir
 from duplex_client.run.prepare import PreparedRun, prepare, user_speech
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import (
@@ -191,7 +191,8 @@ class SessionRun:
             reconnect=options.reconnect_policy(),
             # Real time: acks carry what the listener heard; asap has no listener.
             ack_policy="manual" if options.realtime else "received",
-            dialect=options.dialect,
+            # `auto` is resolved by `run_session`; unresolved, it is the fallback, duplex
+            dialect=DUPLEX if options.dialect == AUTO else options.dialect,
             dialect_grid_ms=options.dialect_grid_ms(),
         )
         install_answers(self.client, prepared.tool_results)

@@ -9,6 +9,7 @@ told so and closed. The API key and the reference voice stay in this process.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import contextlib
 import logging
 import re
@@ -76,7 +77,15 @@ class WebApp:
     # --- lifecycle ---
 
     async def start(self) -> None:
-        """Bind and serve (port 0 picks a free port)."""
+        """Bind and serve (port 0 picks a free port).
+
+        `dialect` `auto` is resolved first, once (said through `say` when not duplex): the
+        page's rates and camera follow the wire every session then speaks.
+        """
+        from duplex_client.run.dialect import with_dialect
+
+        options = await with_dialect(self.config.url, self.config.options, self.say)
+        self.config = dataclasses.replace(self.config, options=options)
         self._server = await serve(
             self._handle,
             self.config.host,

@@ -304,3 +304,50 @@ async def test_a_duplex_client_at_a_ga_endpoint_is_told_the_dialect() -> None:
         with pytest.raises(DuplexProtocolError, match="looks like an OpenAI Realtime endpoint"):
             await client.connect()
         await client.close()
+
+
+@pytest.mark.parametrize(
+    ("dialect", "path", "how"),
+    [
+        ("duplex", "", None),
+        ("openai", "", "spoke first with an OpenAI Realtime session.created"),
+        ("gpt-live", "/v1/live/sessions", "the URL's path is GPT-Live's"),
+        ("gpt-live", "", "refuses with GA's invalid_event"),
+    ],
+)
+async def test_no_dialect_given_runs_in_the_one_the_endpoint_shows(
+    tmp_path: Path, dialect: str, path: str, how: str | None
+) -> None:
+    wav = write_wav(tmp_path / "q.wav", tone(800) + silence(200), rate=16000)
+    async with _server(dialect=dialect) as server:
+        url = server.url.replace("/v1/realtime", path) if path else server.url
+        result = await stream_clip(
+            url, input_audio=str(wav), tail_silence_s=0.8, output_dir=tmp_path / "run"
+        )
+    assert result.ok, result.error
+    on_disk = json.loads((tmp_path / "run" / "result.json").read_text())
+    session = json.loads((tmp_path / "run" / "session.json").read_text())
+    assert result.dialect == on_disk["dialect"] == session["dialect"] == dialect
+    said = [w for w in on_disk["warnings"] if w.startswith("dialect ")]
+    if how is None:  # the default wire: nothing to say
+        assert said == []
+    else:
+        assert (
+            len(said) == 1
+            and said[0].startswith(f"dialect {dialect} detected: ")
+            and how in said[0]
+        )
+
+
+async def test_video_to_a_detected_audio_only_endpoint_is_refused_before_sending(
+    tmp_path: Path,
+) -> None:
+    from duplex_client.usage import UsageError
+    from tests.support.media_files import write_clip
+
+    clip = write_clip(tmp_path / "clip.mp4", video_seconds=1.0)
+    async with _server(dialect="openai") as server:
+        with pytest.raises(UsageError, match="input_video: the openai dialect carries audio only"):
+            await stream_clip(server.url, input_video=str(clip), output_dir=tmp_path / "run")
+        assert all(server.appends(sid) == [] for sid in server.session_ids())  # the probe's only
+    assert not (tmp_path / "run").exists()

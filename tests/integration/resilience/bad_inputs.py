@@ -119,8 +119,8 @@ CASES = [
          api_message="context_max_units must be a positive integer, got -5"),
     Case("unknown dialect", ["--input-audio", "{wav}", "--dialect", "gpt-9"],
          {"input_audio": "{wav}", "dialect": "gpt-9"}, 2,
-         "--dialect must be one of duplex, openai, gpt-live, got 'gpt-9'",
-         api_message="dialect must be one of duplex, openai, gpt-live, got 'gpt-9'"),
+         "--dialect must be one of auto, duplex, openai, gpt-live, got 'gpt-9'",
+         api_message="dialect must be one of auto, duplex, openai, gpt-live, got 'gpt-9'"),
     Case("video in an audio-only dialect", ["--input-video", "{clip}", "--dialect", "openai"],
          {"input_video": "{clip}", "dialect": "openai"}, 2,
          "--input-video: the openai dialect carries audio only, no video frames; give "
