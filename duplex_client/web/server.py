@@ -9,8 +9,8 @@ told so and closed. The API key and the reference voice stay in this process.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import contextlib
+import dataclasses
 import logging
 import re
 import secrets
