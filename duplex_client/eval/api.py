@@ -230,6 +230,8 @@ async def run_eval_async(
         "server": _server_record(urls, base, server_engine),
         "each_endpoint": compare,
     }
+    if len(dialects) > 1:  # one per url, in order: the options' own is only the first
+        record["options"]["dialect"] = list(dialects)
     changed = changed_options(out / EVAL_FILE, record)
     if changed:
         progress.notes.append(

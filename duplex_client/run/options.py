@@ -396,6 +396,20 @@ class RunOptions:
         """Another dialect carries audio only: video would be recorded as sent, and never be."""
         if self.dialect in VIDEO_DIALECTS:  # auto: checked again once detected
             return
+        for name in ("input_video", "input_image", "camera", "camera_file"):
+            if not getattr(self, name):
+                continue
+            said = f"{name}: the {self.dialect} dialect carries audio only, no video frames"
+            if name in ("camera", "camera_file"):  # live: the microphone alone
+                raise UsageError(
+                    f"{said}; leave it out (no camera is opened in this dialect)", param=name
+                )
+            hint = " (it takes a clip's soundtrack too)" if name == "input_video" else ""
+            raise UsageError(
+                f"{said}; give input_audio instead{hint}",
+                param=name,
+                keywords=(name, "input_audio"),
+            )
         family = preset_family(self.preset_name())
         if family is not None and "video" in family.required_modalities:
             raise UsageError(
@@ -404,15 +418,6 @@ class RunOptions:
                 param="preset",
                 keywords=("preset", "dialect"),
             )
-        for name in ("input_video", "input_image", "camera", "camera_file"):
-            if getattr(self, name):
-                hint = " (it takes a clip's soundtrack too)" if name == "input_video" else ""
-                raise UsageError(
-                    f"{name}: the {self.dialect} dialect carries audio only, no video frames; "
-                    f"give input_audio instead{hint}",
-                    param=name,
-                    keywords=(name, "input_audio"),
-                )
 
 
 #: Options of a run from files (refused on a live run).

@@ -123,3 +123,20 @@ async def test_one_dialect_per_url_or_one_for_all(tmp_path: Path) -> None:
             str(_tree(tmp_path / "v1_1")), output_dir=tmp_path / "eval",
             urls=["ws://127.0.0.1:9"], each_endpoint=True,
         )  # fmt: skip
+
+
+def test_cli_each_endpoint_needs_two_urls(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.e2e.helpers import CLI, ENV
+
+    done = subprocess.run(
+        [CLI, "eval", str(_tree(tmp_path / "v1_0")), "--output-dir", str(tmp_path / "eval"),
+         "--url", "ws://127.0.0.1:9", "--each-endpoint"],
+        capture_output=True, text=True, env=ENV, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: --each-endpoint compares endpoints: give two or more urls, got 1"
+    ]
+    assert not (tmp_path / "eval").exists()
