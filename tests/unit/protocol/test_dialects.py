@@ -267,3 +267,25 @@ def test_each_dialect_has_its_url() -> None:
     assert build_url("http://h:1", "m", dialect="openai") == "ws://h:1/v1/realtime?model=m"
     assert build_url("https://h", "m", dialect="gpt-live") == "wss://h/v1/live/sessions"
     assert build_url("ws://h/x?k=v", "m", dialect="gpt-live") == "ws://h/x?k=v"
+
+
+def test_detection_reads_only_what_the_wire_shows() -> None:
+    from duplex_client.protocol.dialects.detect import from_first_frame, from_path
+
+    assert from_path("ws://h:1/v1/live/sessions").dialect == "gpt-live"  # type: ignore[union-attr]
+    assert from_path("ws://h:1/v1/realtime?model=x") is None
+    ga = {"type": "session.created", "session": {"type": "realtime", "audio": {}}}
+    duplex = {"type": "session.created", "session": {"capabilities": {}}}
+    refused = {"type": "error", "error": {"type": "invalid_request_error", "code": "bad_event"}}
+    flat = {"type": "error", "error": "Realtime API is not available", "code": "unsupported"}
+    live = {"type": "error", "error": {"code": "invalid_event", "message": "no"}}
+    shown = [from_first_frame(e) for e in (ga, duplex, refused, flat, live)]
+    assert [d.dialect if d else None for d in shown] == [
+        "openai",
+        "duplex",
+        "duplex",
+        "duplex",
+        "gpt-live",
+    ]
+    for nothing in ([], "x", {"type": "session.created"}, {"type": "conversation.created"}):
+        assert from_first_frame(nothing) is None  # no guess: the run takes duplex
