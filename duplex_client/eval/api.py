@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import math
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -22,18 +21,19 @@ from duplex_client.bundle.eval_layout import COMPARE_MD, EVAL_FILE
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.compare import EndpointSide, endpoint_summaries, write_comparison
+from duplex_client.eval.dialects import compares, one_dialect, set_dialects
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.exports import EXPORTS, check_export, write_export
 from duplex_client.eval.item import EvalItem, is_layout_column
 from duplex_client.eval.item_run import ItemOutcome
 from duplex_client.eval.items import load_items, select_items
+from duplex_client.eval.jobs import plan_jobs
 from duplex_client.eval.runner import (
     EvalProgress,
     EvalRun,
     EvalSettings,
     ItemExecutor,
     LocalExecutor,
-    plan_jobs,
     settings_record,
 )
 from duplex_client.eval.summary import EvalSummary, ItemRecord
@@ -183,9 +183,9 @@ async def run_eval_async(
     `compare.json`); None: so when `dialects` names different wires, else the URLs share
     the items out.
     """
-    compare = _each_endpoint(each_endpoint, urls, dialects)
+    compare = compares(each_endpoint, urls, dialects)
     if dialects:
-        run_options = {**run_options, "dialect": _one_dialect(dialects, urls)}
+        run_options = {**run_options, "dialect": one_dialect(dialects, urls)}
         if options is not None:
             options = dataclasses.replace(options, dialect=run_options.pop("dialect"))
     base = _options(options, run_options)
@@ -331,36 +331,6 @@ def _options(options: RunOptions | None, run_options: dict[str, Any]) -> RunOpti
     return options
 
 
-def _one_dialect(dialects: Sequence[str], urls: Sequence[str]) -> str:
-    """The dialect the options carry: the only one, or the first of one per URL (checked)."""
-    from duplex_client.run.options import DIALECT_CHOICES
-
-    for name in dialects:
-        if name not in DIALECT_CHOICES:
-            allowed = ", ".join(DIALECT_CHOICES)
-            raise UsageError(f"dialect must be one of {allowed}, got {name!r}", param="dialect")
-    if len(dialects) > 1 and len(dialects) != len(urls):
-        raise UsageError(
-            f"dialect names {len(dialects)} dialects for {len(urls)} url(s): give one, or one "
-            "per url in the same order",
-            keywords=("dialect", "url"),
-        )
-    return dialects[0]
-
-
-def _each_endpoint(asked: bool | None, urls: Sequence[str], dialects: Sequence[str]) -> bool:
-    """Whether every item runs on every URL: as asked, else when the dialects differ (two
-    wires named side by side are a comparison, never a share-out)."""
-    if asked is None:
-        return len(set(dialects)) > 1
-    if asked and len(urls) < 2:
-        raise UsageError(
-            f"each_endpoint compares endpoints: give two or more urls, got {len(urls)}",
-            keywords=("each_endpoint", "url"),
-        )
-    return asked
-
-
 def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray: Any) -> None:
     from duplex_client.client.transport import check_url
 
@@ -409,7 +379,6 @@ async def _endpoints(
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
     from duplex_client.client.transport import redact_url
-    from duplex_client.run.dialect import with_dialect
     from duplex_client.run.embedded import embedded_server
     from duplex_client.run.session_run import embedded_profile, with_listed_model
 
@@ -438,15 +407,7 @@ async def _endpoints(
             )
         stack.callback(executor.close)
         pool = EndpointPool.of(pairs, retries=settings.retries, backoff_s=settings.backoff_s)
-        if len(dialects) > 1:  # one per url, in order
-            for endpoint, dialect in zip(pool.endpoints, dialects, strict=True):
-                endpoint.dialect = dialect
-        for endpoint in pool.endpoints:  # `auto`: asked once per endpoint, not once per item
-            asked = endpoint.options(options)
-            if asked.dialect == AUTO:
-                said = functools.partial(_endpoint_note, notes, endpoint.label)
-                where = endpoint.url if urls else None
-                endpoint.dialect = (await with_dialect(where, asked, said)).dialect
+        await set_dialects(pool, options, dialects, notes, embedded=not urls)
         if options.model is None:  # asked once per endpoint, not once per item
             for endpoint in pool.endpoints:
                 endpoint.model = (
@@ -455,10 +416,6 @@ async def _endpoints(
         if urls and settings.concurrency > 1:
             await _ask_session_limits(pool, options, settings.concurrency, notes)
         yield pool, executor
-
-
-def _endpoint_note(notes: list[str], label: str, line: str) -> None:
-    notes.append(f"endpoint {label}: {line}")
 
 
 async def _ask_session_limits(

@@ -13,7 +13,8 @@ from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.item_run import ITEM_FILE, ItemJob, ItemOutcome, failed_result
 from duplex_client.eval.items import EvalItem, ItemSetError
-from duplex_client.eval.runner import EvalProgress, EvalRun, EvalSettings, plan_jobs
+from duplex_client.eval.jobs import plan_jobs
+from duplex_client.eval.runner import EvalProgress, EvalRun, EvalSettings
 from duplex_client.run.options import RunOptions
 
 OK_DOC = {"ok": True, "status": "ok", "exit_code": 0, "error": None, "session_id": "s"}
