@@ -157,6 +157,11 @@ class _FileAudio:
             "conversions": self.original_format.conversions(self.output),
         }
 
+    def restore_decoded(self, samples: int) -> None:
+        """`samples` were decoded before (the plan cache serves them): the exact length is known,
+        and what the decode warned about is the cache's to repeat."""
+        self._decoded_ms = samples * 1000 // self.output.sample_rate_hz
+
     def _finish(self, samples: int) -> None:
         if samples == 0:
             raise MediaError(self.path, "no audio samples could be decoded")

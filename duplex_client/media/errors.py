@@ -54,6 +54,29 @@ def collect_media_warnings(sink: Callable[[MediaWarning], None]) -> Iterator[Non
         _SINK.reset(token)
 
 
+@contextlib.contextmanager
+def tee_media_warnings() -> Iterator[list[MediaWarning]]:
+    """Within this block media warnings go where they would anyway, and into the list yielded.
+
+    The plan cache keeps what a decode warned about, to say it again when it serves the decode.
+    """
+    seen: list[MediaWarning] = []
+    outer = _SINK.get()
+
+    def sink(warning: MediaWarning) -> None:
+        seen.append(warning)
+        if outer is not None:
+            outer(warning)
+        else:
+            warnings.warn(warning, stacklevel=4)
+
+    token = _SINK.set(sink)
+    try:
+        yield seen
+    finally:
+        _SINK.reset(token)
+
+
 def warn_media(warning: MediaWarning, stacklevel: int = 2) -> None:
     """Issue a media warning: to the collecting run if there is one, else `warnings.warn`."""
     sink = _SINK.get()

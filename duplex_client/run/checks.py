@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -57,11 +58,33 @@ def check_more(options: RunOptions, inputs: InputKind) -> None:
     check_family(options)
     check_config(options)
     check_reconnect(options)
+    check_plan_cache(options)
     if inputs == "files":
         check_video(options)
         check_images(options)
     elif inputs in ("devices", "browser"):
         check_live_turns(options)
+
+
+def check_plan_cache(options: RunOptions) -> None:
+    """A cache directory with the cache off, a file where it should be, a bad size bound."""
+    from duplex_client.media.plan_cache import ENV_DIR, max_bytes_from_env
+
+    if options.plan_cache_dir is not None and not options.plan_cache:
+        raise UsageError(
+            "plan_cache_dir is unused: the plan cache is turned off", param="plan_cache_dir"
+        )
+    if not options.plan_cache:
+        return
+    where = os.path.expanduser(options.plan_cache_dir or os.environ.get(ENV_DIR, "").strip())
+    if where and os.path.exists(where) and not os.path.isdir(where):
+        param = "plan_cache_dir" if options.plan_cache_dir else None
+        label = "plan_cache_dir" if param else ENV_DIR
+        raise UsageError(f"{label} {where} is not a directory", param=param)
+    try:
+        max_bytes_from_env()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def check_live_turns(options: RunOptions) -> None:

@@ -207,6 +207,10 @@ class RunOptions:
     #: JPEG quality of sent images (None: the input's default, 90 for files, 80 for a camera).
     jpeg_quality: int | None = None
     chunk_ms: int = DEFAULT_CHUNK_MS
+    #: Keep a file's decoded PCM and sampled frames on disk and reuse them (docs/plan_cache.md).
+    plan_cache: bool = True
+    #: Where the plan cache lives (None: `DUPLEX_PLAN_CACHE_DIR`, else the user cache dir).
+    plan_cache_dir: str | None = None
     # --- the connection and the end of the run ---
     timeout_s: float = 30.0
     settle_s: float = 0.5
@@ -424,7 +428,8 @@ class RunOptions:
 FILE_FIELDS = frozenset(
     {
         "input_video", "input_audio", "input_image", "video_fps", "stack_frames",
-        "tail_silence_s", "soundtrack", "realtime", "annotations",
+        "tail_silence_s", "soundtrack", "realtime", "annotations", "plan_cache",
+        "plan_cache_dir",
     }
 )  # fmt: skip
 #: Options of a run from live devices (refused on a file run).

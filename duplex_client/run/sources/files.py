@@ -9,7 +9,7 @@ from duplex_client.analysis.playback import HeardOutput
 from duplex_client.analysis.virtual_player import VirtualPlayer
 from duplex_client.client.streaming import StreamResult, stream
 from duplex_client.framing.clock import MediaClock
-from duplex_client.framing.sources import AudioVisualSource, MediaInput
+from duplex_client.framing.sources import AudioVisualSource, MediaInput, PcmSource
 from duplex_client.framing.writer import FramingError
 from duplex_client.run.checks import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY, frames_note
 from duplex_client.run.options import InputKind, RunOptions
@@ -22,6 +22,7 @@ from duplex_client.usage import UsageError
 def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
     """Open the media the options name; returns the source and an object to close."""
     from duplex_client.media import ImageFrameSource, open_audio, open_clip
+    from duplex_client.media.plan_cache import PlanCache, cached_audio, cached_clip
 
     max_side = FILE_FRAME_MAX_SIDE if options.frame_max_side is None else options.frame_max_side
     quality = FILE_JPEG_QUALITY if options.jpeg_quality is None else options.jpeg_quality
@@ -41,8 +42,12 @@ def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
                 param="input_video",
                 keywords=["input_image"],
             )
+        if options.plan_cache:
+            clip = cached_clip(clip, PlanCache(options.plan_cache_dir))
         return clip, clip
-    audio = open_audio(options.input_audio) if options.input_audio else None
+    audio: PcmSource | None = open_audio(options.input_audio) if options.input_audio else None
+    if audio is not None and options.plan_cache:
+        audio = cached_audio(audio, PlanCache(options.plan_cache_dir))
     image = None
     if options.input_image:
         image = ImageFrameSource(options.input_image, frame_max_side=max_side, jpeg_quality=quality)
