@@ -63,6 +63,7 @@ FLAG_NAMES: dict[str, str] = {
     "no_playback": "--no-playback",
     "playback": "--playback/--no-playback",
     "tool_results": "--tool-result",
+    "plan_cache": "--plan-cache/--no-plan-cache",
 }
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 

@@ -67,24 +67,24 @@ def check_more(options: RunOptions, inputs: InputKind) -> None:
 
 
 def check_plan_cache(options: RunOptions) -> None:
-    """A cache directory with the cache off, a file where it should be, a bad size bound."""
+    """A cache directory with the cache off, a file where it should be, a bad variable."""
     from duplex_client.media.plan_cache import ENV_DIR, max_bytes_from_env
 
-    if options.plan_cache_dir is not None and not options.plan_cache:
-        raise UsageError(
-            "plan_cache_dir is unused: the plan cache is turned off", param="plan_cache_dir"
-        )
-    if not options.plan_cache:
-        return
-    where = os.path.expanduser(options.plan_cache_dir or os.environ.get(ENV_DIR, "").strip())
-    if where and os.path.exists(where) and not os.path.isdir(where):
-        param = "plan_cache_dir" if options.plan_cache_dir else None
-        label = "plan_cache_dir" if param else ENV_DIR
-        raise UsageError(f"{label} {where} is not a directory", param=param)
     try:
+        on = options.plan_cache_on()
         max_bytes_from_env()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if options.plan_cache_dir is not None and not on:
+        why = "turned off" if options.plan_cache is False else "off (DUPLEX_PLAN_CACHE)"
+        raise UsageError(
+            f"plan_cache_dir is unused: the plan cache is {why}", param="plan_cache_dir"
+        )
+    where = os.path.expanduser(options.plan_cache_dir or os.environ.get(ENV_DIR, "").strip())
+    if on and where and os.path.exists(where) and not os.path.isdir(where):
+        param = "plan_cache_dir" if options.plan_cache_dir else None
+        label = "plan_cache_dir" if param else ENV_DIR
+        raise UsageError(f"{label} {where} is not a directory", param=param)
 
 
 def check_live_turns(options: RunOptions) -> None:

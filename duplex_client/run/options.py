@@ -207,8 +207,9 @@ class RunOptions:
     #: JPEG quality of sent images (None: the input's default, 90 for files, 80 for a camera).
     jpeg_quality: int | None = None
     chunk_ms: int = DEFAULT_CHUNK_MS
-    #: Keep a file's decoded PCM and sampled frames on disk and reuse them (docs/plan_cache.md).
-    plan_cache: bool = True
+    #: Keep a file's decoded PCM and sampled frames on disk and reuse them (docs/plan_cache.md);
+    #: None: on unless `DUPLEX_PLAN_CACHE=off`.
+    plan_cache: bool | None = None
     #: Where the plan cache lives (None: `DUPLEX_PLAN_CACHE_DIR`, else the user cache dir).
     plan_cache_dir: str | None = None
     # --- the connection and the end of the run ---
@@ -249,6 +250,14 @@ class RunOptions:
         """The unit grid a dialect without one gets: the preset family's (its chunking)."""
         family = preset_family(self.preset_name())
         return family.chunk_period_ms if family is not None else DEFAULT_CHUNK_PERIOD_MS
+
+    def plan_cache_on(self) -> bool:
+        """Whether this run uses the plan cache (`plan_cache`, else `DUPLEX_PLAN_CACHE`)."""
+        if self.plan_cache is not None:
+            return self.plan_cache
+        from duplex_client.media.plan_cache import enabled_by_env
+
+        return enabled_by_env()
 
     def reconnect_policy(self) -> ReconnectPolicy | None:
         """The client's reconnect policy (None with `reconnect=False`).

@@ -16,9 +16,11 @@ from duplex_client.media.plan_cache.store import (
     DEFAULT_MAX_MB,
     ENV_DIR,
     ENV_MAX_MB,
+    ENV_SWITCH,
     CacheInfo,
     PlanCache,
     default_dir,
+    enabled_by_env,
     max_bytes_from_env,
 )
 
@@ -26,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_MB",
     "ENV_DIR",
     "ENV_MAX_MB",
+    "ENV_SWITCH",
     "CacheInfo",
     "CachedFrames",
     "CachedPcm",
@@ -33,5 +36,6 @@ __all__ = [
     "cached_audio",
     "cached_clip",
     "default_dir",
+    "enabled_by_env",
     "max_bytes_from_env",
 ]

@@ -1,8 +1,9 @@
 """`PlanCache`: the plan cache's directory of entries, read and written whole, LRU-bounded.
 
-The directory is `DUPLEX_PLAN_CACHE_DIR`, else `plans/` in the platform's user cache
-directory (`~/.cache/duplex-client/plans` on Linux, honouring `XDG_CACHE_HOME`). Its total
-size is bounded by `DUPLEX_PLAN_CACHE_MAX_MB` (default 2048): after each write the least
+A run uses it unless told not to (`plan_cache=False`, `--no-plan-cache`) or, when it says
+nothing, unless `DUPLEX_PLAN_CACHE=off`. The directory is `DUPLEX_PLAN_CACHE_DIR`, else
+`plans/` in the platform's user cache directory (`~/.cache/duplex-client/plans` on Linux,
+honouring `XDG_CACHE_HOME`). Its total size is bounded by `DUPLEX_PLAN_CACHE_MAX_MB` (default 2048): after each write the least
 recently used entries (by file modification time, which a hit refreshes) are deleted until
 the rest fit. Entries are written beside their name and renamed over it, so a reader sees a
 whole entry or none; one that does not check out (truncated, altered) is deleted and read as
@@ -30,6 +31,8 @@ from duplex_client.framing.plan_cache import (
 )
 from duplex_client.media.errors import MediaWarning, warn_media
 
+#: `off` (or 0, no, false) turns the cache off for runs that do not say (`plan_cache=None`).
+ENV_SWITCH = "DUPLEX_PLAN_CACHE"
 #: Where the cache lives (overrides the platform's user cache directory).
 ENV_DIR = "DUPLEX_PLAN_CACHE_DIR"
 #: The cache's size bound in MiB.
@@ -45,6 +48,16 @@ def default_dir() -> Path:
     from platformdirs import user_cache_path
 
     return user_cache_path("duplex-client", appauthor=False) / "plans"
+
+
+def enabled_by_env() -> bool:
+    """Whether `DUPLEX_PLAN_CACHE` leaves the cache on (`ValueError` naming it if unreadable)."""
+    raw = os.environ.get(ENV_SWITCH, "").strip().lower()
+    if raw in ("", "1", "on", "yes", "true"):
+        return True
+    if raw in ("0", "off", "no", "false"):
+        return False
+    raise ValueError(f"{ENV_SWITCH} must be on or off, got {raw!r}")
 
 
 def max_bytes_from_env() -> int:

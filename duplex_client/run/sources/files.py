@@ -42,11 +42,11 @@ def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
                 param="input_video",
                 keywords=["input_image"],
             )
-        if options.plan_cache:
+        if options.plan_cache_on():
             clip = cached_clip(clip, PlanCache(options.plan_cache_dir))
         return clip, clip
     audio: PcmSource | None = open_audio(options.input_audio) if options.input_audio else None
-    if audio is not None and options.plan_cache:
+    if audio is not None and options.plan_cache_on():
         audio = cached_audio(audio, PlanCache(options.plan_cache_dir))
     image = None
     if options.input_image:
