@@ -3,12 +3,13 @@
 A run uses it unless told not to (`plan_cache=False`, `--no-plan-cache`) or, when it says
 nothing, unless `DUPLEX_PLAN_CACHE=off`. The directory is `DUPLEX_PLAN_CACHE_DIR`, else
 `plans/` in the platform's user cache directory (`~/.cache/duplex-client/plans` on Linux,
-honouring `XDG_CACHE_HOME`). Its total size is bounded by `DUPLEX_PLAN_CACHE_MAX_MB` (default 2048): after each write the least
-recently used entries (by file modification time, which a hit refreshes) are deleted until
-the rest fit. Entries are written beside their name and renamed over it, so a reader sees a
-whole entry or none; one that does not check out (truncated, altered) is deleted and read as
-a miss, with one warning. The cache never fails a run: a directory that cannot be written
-says so once and the run plans as if there were no cache.
+honouring `XDG_CACHE_HOME`). Its total size is bounded by `DUPLEX_PLAN_CACHE_MAX_MB`
+(default 2048): after each write the least recently used entries (by file modification
+time, which a hit refreshes) are deleted until the rest fit. Entries are written beside
+their name and renamed over it, so a reader sees a whole entry or none; one that does not
+check out (truncated, altered) is deleted and read as a miss, with one warning. The cache
+never fails a run: a directory that cannot be written says so once and the run plans as if
+there were no cache.
 """
 
 from __future__ import annotations
