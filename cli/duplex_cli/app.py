@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from duplex_cli.cache import cache_app
 from duplex_cli.check import check_command
 from duplex_cli.devices import devices_command
 from duplex_cli.eval import EvalCommand, eval_command
@@ -69,6 +70,7 @@ app.command("live", cls=Command)(live_command)
 app.command("web", cls=Command)(web_command)
 app.command("devices", cls=Command)(devices_command)
 app.command("check", cls=Command)(check_command)
+app.add_typer(cache_app)
 
 
 @app.command(cls=Command)

@@ -220,6 +220,29 @@ _FLAGS: tuple[tuple[str, Any, Any], ...] = (
         ],
         False,
     ),
+    (
+        "plan_cache",
+        Annotated[
+            bool | None,
+            _opt(
+                "--plan-cache/--no-plan-cache",
+                panel=ADVANCED,
+                metavar="",
+                help="Reuse a file's decoded audio and frames from the plan cache (default: on, "
+                "unless DUPLEX_PLAN_CACHE=off); duplex-cli cache info|clear.",
+            ),
+        ],
+        None,
+    ),
+    (
+        "plan_cache_dir",
+        _path(
+            ADVANCED,
+            "The plan cache's directory (default: DUPLEX_PLAN_CACHE_DIR, else "
+            "the user cache directory's duplex-client/plans).",
+        ),
+        None,
+    ),
     ("timeout_s", _seconds(ADVANCED, "Seconds to wait for the answer after the input."), 30.0),
     ("require_audio", RequireAudioOpt, False),
     ("reconnect", ReconnectOpt, True),
