@@ -145,7 +145,9 @@ class EvalRun:
     def resume(self) -> None:
         """Load the records of finished items; queue the rest."""
         self.progress.total = len(self.jobs)
-        for job in self.jobs:
+        # Round by round: an item's repeat starts once its first round has finished and left
+        # its decoded media in the plan cache (the summary keeps the jobs' own order).
+        for job in sorted(self.jobs, key=lambda j: j.repeat or 0):
             outcome = read_outcome(self.output_dir / job.key)
             # failed for its endpoint's reasons (refused, dropped, a dead server): run again
             done = outcome is not None and not outcome.rerun
@@ -375,6 +377,7 @@ def settings_record(settings: EvalSettings, options: RunOptions) -> dict[str, An
         f.name: getattr(options, f.name)
         for f in dataclasses.fields(options)
         if f.name not in ("api_key", "ref_audio", "config", "output_dir")
+        and f.name not in ("plan_cache", "plan_cache_dir")  # how, not what: results alike
         and f.name not in DEVICE_FIELDS  # an eval streams files: live's options do not apply
         and not f.name.startswith("input_")
     }
