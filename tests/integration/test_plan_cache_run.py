@@ -26,7 +26,7 @@ def _sent(run: Path) -> dict[str, Any]:
     doc = json.loads((run / "input_timeline.json").read_text())
     rows = [{k: v for k, v in row.items() if k not in _THIS_RUN} for row in doc["appends"]]
     doc = {k: v for k, v in doc.items() if k in ("audio_source", "video", "unit_grid", "totals")}
-    doc["totals"] = {k: v for k, v in doc["totals"].items() if "late" not in k and "ms" != k[-2:]}
+    doc["totals"] = {k: v for k, v in doc["totals"].items() if "late" not in k and k[-2:] != "ms"}
     files = {
         str(p.relative_to(run)): p.read_bytes()
         for folder in ("sent_frames", "frames")
