@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.playback import Heard, HeardOutput
@@ -33,6 +34,9 @@ from duplex_client.framing.timeline import InputTimeline
 from duplex_client.protocol.server_events import ServerEvent
 from duplex_client.run.listening_report import ListeningReport, SentAudio
 from duplex_client.run.playback import TICK_S, PlaybackSync
+
+if TYPE_CHECKING:
+    from duplex_client.media.plan_cache import PlanCache
 
 
 def unit_send_times(timeline: InputTimeline) -> dict[int, float]:
@@ -55,11 +59,14 @@ class RunListening:
         output: HeardOutput | None,
         *,
         annotations: Sequence[SpeechSegment] | None = None,
+        speech_cache: PlanCache | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
         self.out_dir = out_dir
         self.annotations = annotations
+        #: Where user speech found by voice activity is kept (the plan cache), if anywhere.
+        self.speech_cache = speech_cache
         self.rate = client.config.output_sample_rate_hz
         self.output = output
         self.sync: PlaybackSync | None = None
@@ -205,6 +212,7 @@ class RunListening:
                 unit_sent_ms=unit_sent,
                 annotations=self.annotations,
                 played=self.output is not None,
+                speech_cache=self.speech_cache,
             )
         finally:
             self.sent.discard()

@@ -4,7 +4,8 @@
 in the bundle, removed once the mix is written). `ListeningReport.build` (heavy: VAD,
 resampling, WAV writing; run it off the event loop) makes `heard.wav`, `conversation.wav`,
 the turn rows and the run metrics from the heard segments, the responses and the user's
-speech (annotations, else voice activity in the input).
+speech (annotations, else voice activity in the input, read from the plan cache when the
+same input was scored before).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from duplex_client.framing.sources import INPUT_SAMPLE_RATE_HZ
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from duplex_client.media.plan_cache import PlanCache
 
 
 class SentAudio:
@@ -113,6 +116,7 @@ class ListeningReport:
         unit_sent_ms: Mapping[int, float],
         annotations: Sequence[SpeechSegment] | None,
         played: bool = True,
+        speech_cache: PlanCache | None = None,
     ) -> ListeningReport:
         """Write `heard.wav` and `conversation.wav`, then measure the turns (`played` False:
         nothing played the answers, so latencies end at the first audio received).
@@ -136,7 +140,7 @@ class ListeningReport:
         if annotations is not None:
             report.user_speech, source = list(annotations), "annotation"
         else:
-            speech = report._detect(sent)
+            speech = report._detect(sent, speech_cache)
             if speech is not None:
                 report.user_speech, source = speech, "vad"
         spans_by_id = {s.response_id: s for s in spans}
@@ -153,13 +157,16 @@ class ListeningReport:
         }
         return report
 
-    def _detect(self, sent: npt.NDArray[np.int16]) -> list[SpeechSegment] | None:
+    def _detect(
+        self, sent: npt.NDArray[np.int16], cache: PlanCache | None
+    ) -> list[SpeechSegment] | None:
+        from duplex_client.media.plan_cache import cached_speech
         from duplex_client.media.speech import VadUnavailable, detect_speech
 
         if not len(sent):
             return []
         try:
-            return detect_speech(sent)
+            return detect_speech(sent) if cache is None else cached_speech(cache, sent)
         except VadUnavailable as exc:
             self.warnings.append(f"user speech unknown, no latency measured: {exc}")
             return None

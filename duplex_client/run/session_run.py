@@ -49,6 +49,7 @@ from duplex_client.run.result import (
     stop_status,
 )
 from duplex_client.run.sources import Source, SourceLink
+from duplex_client.run.sources.files import plan_cache
 from duplex_client.run.tools import function_call_turns, install_answers, merge_turns
 from duplex_client.run.watch import LiveFigures, SessionActivity, finish_stream, settle_turn
 from duplex_client.usage import UsageError
@@ -199,7 +200,12 @@ class SessionRun:
         self.client.add_reconnect_listener(self._reconnected)
         output = source.output(options, self.clock, config.output_sample_rate_hz)
         self.listening = RunListening(
-            self.client, self.clock, bundle.dir, output, annotations=annotations
+            self.client,
+            self.clock,
+            bundle.dir,
+            output,
+            annotations=annotations,
+            speech_cache=plan_cache(options, source.inputs),
         )
         self.timeline = InputTimeline(
             model=self.model, url=self.client.url, path=bundle.layout.timeline

@@ -12,6 +12,7 @@ from duplex_client.media.plan_cache.sources import (
     cached_audio,
     cached_clip,
 )
+from duplex_client.media.plan_cache.speech import cached_speech
 from duplex_client.media.plan_cache.store import (
     DEFAULT_MAX_MB,
     ENV_DIR,
@@ -35,6 +36,7 @@ __all__ = [
     "PlanCache",
     "cached_audio",
     "cached_clip",
+    "cached_speech",
     "default_dir",
     "enabled_by_env",
     "max_bytes_from_env",

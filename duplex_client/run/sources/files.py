@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duplex_client.analysis.playback import HeardOutput
 from duplex_client.analysis.virtual_player import VirtualPlayer
@@ -18,11 +18,23 @@ from duplex_client.run.result import RunResult
 from duplex_client.run.sources import SourceLink
 from duplex_client.usage import UsageError
 
+if TYPE_CHECKING:
+    from duplex_client.media.plan_cache import PlanCache
+
+
+def plan_cache(options: RunOptions, inputs: InputKind = "files") -> PlanCache | None:
+    """The plan cache a file run uses (None: off, or not a file run)."""
+    if inputs != "files" or not options.plan_cache_on():
+        return None
+    from duplex_client.media.plan_cache import PlanCache
+
+    return PlanCache(options.plan_cache_dir)
+
 
 def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
     """Open the media the options name; returns the source and an object to close."""
     from duplex_client.media import ImageFrameSource, open_audio, open_clip
-    from duplex_client.media.plan_cache import PlanCache, cached_audio, cached_clip
+    from duplex_client.media.plan_cache import cached_audio, cached_clip
 
     max_side = FILE_FRAME_MAX_SIDE if options.frame_max_side is None else options.frame_max_side
     quality = FILE_JPEG_QUALITY if options.jpeg_quality is None else options.jpeg_quality
@@ -42,12 +54,14 @@ def open_source(options: RunOptions) -> tuple[AudioVisualSource, Any]:
                 param="input_video",
                 keywords=["input_image"],
             )
-        if options.plan_cache_on():
-            clip = cached_clip(clip, PlanCache(options.plan_cache_dir))
+        cache = plan_cache(options)
+        if cache is not None:
+            clip = cached_clip(clip, cache)
         return clip, clip
     audio: PcmSource | None = open_audio(options.input_audio) if options.input_audio else None
-    if audio is not None and options.plan_cache_on():
-        audio = cached_audio(audio, PlanCache(options.plan_cache_dir))
+    cache = plan_cache(options)
+    if audio is not None and cache is not None:
+        audio = cached_audio(audio, cache)
     image = None
     if options.input_image:
         image = ImageFrameSource(options.input_image, frame_max_side=max_side, jpeg_quality=quality)

@@ -130,3 +130,25 @@ def test_an_unwritable_directory_says_so_once_and_plans_anyway(tmp_path: Path) -
         pcm, groups = _plan(clip, cache)
     assert pcm and groups[0] is not None
     assert [str(w).split(": cannot write")[0] for w in seen] == [f"plan cache: {cache.directory}"]
+
+
+def test_user_speech_of_the_same_input_is_read_back_not_scored_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    from duplex_client.media.plan_cache import cached_speech
+    from tests.support.media_files import two_tone_mono
+
+    pcm = np.concatenate([np.zeros(8000, np.int16), two_tone_mono(16000), np.zeros(8000, np.int16)])
+    cache = PlanCache(tmp_path / "cache")
+    first = cached_speech(cache, pcm)
+
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("scored again although the plan cache holds it")
+
+    monkeypatch.setattr("duplex_client.media.speech.detect_speech", refuse)
+    assert cached_speech(cache, pcm) == first
+    with pytest.raises(AssertionError, match="scored again"):  # another input is scored
+        cached_speech(cache, pcm[:-160])

@@ -1,0 +1,160 @@
+"""The plan cache: client CPU per item, cold against warm, for a 720p clip not keyframe-aligned.
+
+The clip: 20 s of 1280x720 30 fps H.264 + AAC with a keyframe every 29 frames (so keyframes
+drift away from the 1 fps sample times), made by `bench_ingest.make_clip`, the generator
+`bench_clips` uses. Against `duplex-cli serve --engine scripted` in its own process (its CPU
+is not the client's), each row is a fresh client process on the media clock:
+
+- one stream: `stream_clip` with the plan cache off, then cold (an empty cache), then warm
+  (the cache the cold run filled); client CPU per item;
+- an eval of N items of that clip (`run_eval`, `--concurrency N`), `--repeat 1` and then
+  `--repeat 2`, each with an empty cache: the second round's CPU is the difference, per item.
+
+Target (issue 31): the second round costs at most 20 % of the first's client CPU per item.
+Clips are generated once into `BENCH_CACHE` (as bench_clips). Run: `python -m
+benchmarks.bench_plan_cache` (`--quick` or `BENCH_QUICK=1`: a 2 s 360p smoke run; N from
+`BENCH_PLAN_CACHE_N`, default 8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import ServerProcess, machine, quick_mode, table
+from benchmarks.bench_clips import cache_dir
+
+#: A keyframe every 29 frames at 30 fps: the sample times (every 1 s) fall between them.
+KEYINT = 29
+N_ENV = "BENCH_PLAN_CACHE_N"
+TARGET = 0.20
+
+
+def clip_path(label: str, size: tuple[int, int], seconds: int) -> Path:
+    """The not-aligned clip, generated once into bench_clips' clip folder."""
+    from benchmarks.bench_ingest import make_clip
+
+    path = cache_dir() / f"clip_{label}_{seconds}s_k{KEYINT}.mp4"
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.mp4")
+        make_clip(tmp, seconds, size, KEYINT, 2 * KEYINT)
+        tmp.replace(path)
+    return path
+
+
+async def _stream(url: str, clip: str, out: Path, cache: str | None) -> list[Any]:
+    from duplex_client.run.stream import stream_clip
+
+    options: dict[str, Any] = {"plan_cache": cache is not None}
+    if cache is not None:
+        options["plan_cache_dir"] = cache
+    result = await stream_clip(url, input_video=clip, output_dir=out / "run", **options)
+    return [result]
+
+
+async def _eval(url: str, clip: str, out: Path, cache: str, n: int, repeat: int) -> list[Any]:
+    from duplex_client.eval import EvalItem, run_eval_async
+
+    items = [EvalItem(f"item{i:02d}", input_video=clip) for i in range(n)]
+    result = await run_eval_async(
+        items,
+        output_dir=out / "eval",
+        urls=[url],
+        concurrency=n,
+        repeat=repeat,
+        plan_cache=True,
+        plan_cache_dir=cache,
+    )
+    return list(result.items)
+
+
+def child(url: str, clip: str, what: str, cache: str, n: int, out: str) -> None:
+    """One measuring client process: prints one JSON line (CPU seconds, failures)."""
+    import av  # noqa: F401  (imported before the CPU is counted, as every row does)
+    import cv2  # noqa: F401
+
+    import duplex_client.run  # noqa: F401
+
+    cpu0 = time.process_time()
+    if what == "eval1" or what == "eval2":
+        rows = asyncio.run(_eval(url, clip, Path(out), cache, n, int(what[-1])))
+        failures = sum(1 for r in rows if not r.result.get("ok"))
+    else:
+        results = asyncio.run(_stream(url, clip, Path(out), None if what == "off" else cache))
+        failures = sum(1 for r in results if not r.ok)
+    cpu = time.process_time() - cpu0
+    print(json.dumps({"cpu_s": cpu, "failures": failures}), flush=True)
+
+
+def _measure(
+    server: ServerProcess, clip: Path, what: str, cache: str, n: int, seconds: int
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as out:
+        args = [sys.executable, "-m", "benchmarks.bench_plan_cache", "--child", server.url]
+        args += [str(clip), what, cache, str(n), out]
+        proc = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=seconds * 8 + 120)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            return {"cpu_s": float("nan"), "failures": -1}
+        row: dict[str, Any] = json.loads(lines[-1])
+        return row
+
+
+def main() -> None:
+    """Measure both rows and print the tables."""
+    quick = quick_mode()
+    label, size, seconds = ("360p30", (640, 360), 2) if quick else ("720p30", (1280, 720), 20)
+    n = 2 if quick else int(os.environ.get(N_ENV, "8"))
+    clip = clip_path(label, size, seconds)
+    print(f"machine: {machine()}")
+    print(f"clip: {label}, {seconds} s, keyframe every {KEYINT} frames; eval of N = {n} items")
+    with ServerProcess(max_sessions=2 * n + 2) as server:
+        single: dict[str, dict[str, Any]] = {}
+        with tempfile.TemporaryDirectory() as cache:
+            for what in ("off", "cold", "warm"):
+                single[what] = _measure(server, clip, what, cache, 1, seconds)
+                print(f"  stream {what}: {json.dumps(single[what])}", flush=True)
+        evals: dict[int, dict[str, Any]] = {}
+        for repeat in (1, 2):
+            with tempfile.TemporaryDirectory() as cache:  # each eval starts from an empty cache
+                evals[repeat] = _measure(server, clip, f"eval{repeat}", cache, n, seconds)
+                print(f"  eval --repeat {repeat}: {json.dumps(evals[repeat])}", flush=True)
+    ms = {k: v["cpu_s"] * 1000 for k, v in single.items()}
+    rows: list[list[object]] = [
+        ["one stream, cache off", f"{ms['off']:.0f}", "", single["off"]["failures"]],
+        ["one stream, cold", f"{ms['cold']:.0f}", "", single["cold"]["failures"]],
+        [
+            "one stream, warm",
+            f"{ms['warm']:.0f}",
+            f"{ms['warm'] / ms['cold']:.0%} of cold",
+            single["warm"]["failures"],
+        ],
+    ]
+    first = evals[1]["cpu_s"] * 1000 / n
+    second = (evals[2]["cpu_s"] - evals[1]["cpu_s"]) * 1000 / n
+    ratio = second / first
+    rows.append([f"eval round 1 (--repeat 1), per item of {n}", f"{first:.0f}", "",
+                 evals[1]["failures"]])  # fmt: skip
+    rows.append([
+        "eval round 2 (--repeat 2 less --repeat 1), per item", f"{second:.0f}",
+        f"{ratio:.0%} of round 1", evals[2]["failures"],
+    ])  # fmt: skip
+    print(table(["run", "client CPU ms per item", "share", "failures"], rows))
+    verdict = "met" if ratio <= TARGET else "MISSED"
+    print(f"target: round 2 <= {TARGET:.0%} of round 1's client CPU per item: {verdict}")
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv:
+        at = sys.argv.index("--child")
+        url, clip, what, cache, n, out = sys.argv[at + 1 : at + 7]
+        child(url, clip, what, cache, int(n), out)
+    else:
+        main()
