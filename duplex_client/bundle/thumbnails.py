@@ -10,6 +10,9 @@ loop that paces the stream.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,6 +26,7 @@ __all__ = [
     "ThumbnailWriter",
     "make_thumbnail",
     "remove_thumbnails",
+    "thumbnail_of",
 ]
 
 #: The longest side of a thumbnail, in pixels.
@@ -38,6 +42,32 @@ def remove_thumbnails(bundle_dir: Path) -> None:
         old.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # absent, or holding something not ours
         folder.rmdir()
+
+
+#: Thumbnails made in this process, by the sha256 of the image: the same frame sent again (an
+#: eval's repeat, another endpoint, a sweep) is not decoded and encoded again. Bounded.
+_MADE: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
+_MADE_MAX = 4096
+_MADE_LOCK = threading.Lock()
+
+
+def thumbnail_of(
+    data: bytes, *, max_side: int = THUMBNAIL_MAX_SIDE, quality: int = THUMBNAIL_QUALITY
+) -> bytes | None:
+    """`make_thumbnail`, remembered for the last few thousand images this process sent."""
+    key = (hashlib.sha256(data).hexdigest(), max_side, quality)
+    with _MADE_LOCK:
+        made = _MADE.get(key)
+        if made is not None:
+            _MADE.move_to_end(key)
+            return made
+    made = make_thumbnail(data, max_side=max_side, quality=quality)
+    if made is not None:
+        with _MADE_LOCK:
+            _MADE[key] = made
+            while len(_MADE) > _MADE_MAX:
+                _MADE.popitem(last=False)
+    return made
 
 
 def make_thumbnail(
@@ -86,7 +116,7 @@ class ThumbnailWriter:
         """In the worker: decode, shrink, encode and write each image."""
         for name, data in jobs:
             try:
-                thumb = make_thumbnail(data)
+                thumb = thumbnail_of(data)
                 if thumb is None:
                     self.warnings.append(f"thumbnail {name} skipped: the frame does not decode")
                     continue
