@@ -91,6 +91,18 @@ def test_clips_bench_caches_its_clip(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     assert bench_clips.planning_cost(path, 2) > 0
 
 
+def test_plan_cache_bench_makes_its_not_aligned_clip_once(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_plan_cache
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
+    path = bench_plan_cache.clip_path("tiny", (64, 48), 2)
+    assert path.parent == tmp_path and path.name.endswith("_k29.mp4")
+    mtime = path.stat().st_mtime_ns
+    assert bench_plan_cache.clip_path("tiny", (64, 48), 2).stat().st_mtime_ns == mtime
+
+
 def test_eval_bench_caches_linked_items_of_speech(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
