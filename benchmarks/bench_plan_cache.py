@@ -1,8 +1,8 @@
 """The plan cache: client CPU per item, cold against warm, for a 720p clip not keyframe-aligned.
 
 The clip: 20 s of 1280x720 30 fps H.264 + AAC with a keyframe every 29 frames (so keyframes
-drift away from the 1 fps sample times), made by `bench_ingest.make_clip`, the generator
-`bench_clips` uses. Against `duplex-cli serve --engine scripted` in its own process (its CPU
+drift away from the 1 fps sample times): `_clip_kinds`' `720p_gop1s_off` kind, the clip
+`bench_clips` measures first (made by the same generator, kept in the same folder). Against `duplex-cli serve --engine scripted` in its own process (its CPU
 is not the client's), each row is a fresh client process on the media clock:
 
 - one stream: `stream_clip` with the plan cache off, then cold (an empty cache), then warm
@@ -11,7 +11,7 @@ is not the client's), each row is a fresh client process on the media clock:
   `--repeat 2`, each with an empty cache: the second round's CPU is the difference, per item.
 
 Target (issue 31): the second round costs at most 20 % of the first's client CPU per item.
-Clips are generated once into `BENCH_CACHE` (as bench_clips). Run: `python -m
+Clips are generated once into `BENCH_CACHE` (as `bench_clips`'). Run: `python -m
 benchmarks.bench_plan_cache` (`--quick` or `BENCH_QUICK=1`: a 2 s 360p smoke run; N from
 `BENCH_PLAN_CACHE_N`, default 8).
 """
@@ -28,25 +28,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._clip_kinds import KINDS, QUICK_KINDS, Kind, kind_clip
 from benchmarks._common import ServerProcess, machine, quick_mode, table
 from benchmarks.bench_clips import cache_dir
 
-#: A keyframe every 29 frames at 30 fps: the sample times (every 1 s) fall between them.
-KEYINT = 29
 N_ENV = "BENCH_PLAN_CACHE_N"
 TARGET = 0.20
 
 
-def clip_path(label: str, size: tuple[int, int], seconds: int) -> Path:
-    """The not-aligned clip, generated once into bench_clips' clip folder."""
-    from benchmarks.bench_ingest import make_clip
-
-    path = cache_dir() / f"clip_{label}_{seconds}s_k{KEYINT}.mp4"
-    if not path.exists():
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.mp4")
-        make_clip(tmp, seconds, size, KEYINT, 2 * KEYINT)
-        tmp.replace(path)
-    return path
+def clip_for(quick: bool) -> tuple[Kind, Path]:
+    """The issue's not-aligned clip kind (a 2 s 360p one for the smoke run), made once."""
+    kind = QUICK_KINDS[0] if quick else next(k for k in KINDS if k.name == "720p_gop1s_off")
+    return kind, kind_clip(kind, cache_dir())
 
 
 async def _stream(url: str, clip: str, out: Path, cache: str | None) -> list[Any]:
@@ -110,11 +103,11 @@ def _measure(
 def main() -> None:
     """Measure both rows and print the tables."""
     quick = quick_mode()
-    label, size, seconds = ("360p30", (640, 360), 2) if quick else ("720p30", (1280, 720), 20)
+    kind, clip = clip_for(quick)
+    seconds = kind.seconds
     n = 2 if quick else int(os.environ.get(N_ENV, "8"))
-    clip = clip_path(label, size, seconds)
     print(f"machine: {machine()}")
-    print(f"clip: {label}, {seconds} s, keyframe every {KEYINT} frames; eval of N = {n} items")
+    print(f"clip: {kind.label}, {seconds} s; eval of N = {n} items")
     with ServerProcess(max_sessions=2 * n + 2) as server:
         single: dict[str, dict[str, Any]] = {}
         with tempfile.TemporaryDirectory() as cache:

@@ -91,16 +91,12 @@ def test_clips_bench_caches_its_clip(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     assert bench_clips.planning_cost(path, 2) > 0
 
 
-def test_plan_cache_bench_makes_its_not_aligned_clip_once(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_plan_cache_bench_measures_the_issues_not_aligned_kind() -> None:
     from benchmarks import bench_plan_cache
 
-    monkeypatch.setenv("BENCH_CACHE", str(tmp_path))
-    path = bench_plan_cache.clip_path("tiny", (64, 48), 2)
-    assert path.parent == tmp_path and path.name.endswith("_k29.mp4")
-    mtime = path.stat().st_mtime_ns
-    assert bench_plan_cache.clip_path("tiny", (64, 48), 2).stat().st_mtime_ns == mtime
+    kind = bench_plan_cache.KINDS[0]
+    assert kind.name == "720p_gop1s_off" and kind.keyint == 29 and kind.size == (1280, 720)
+    assert bench_plan_cache.QUICK_KINDS[0].keyint == 29
 
 
 def test_eval_bench_caches_linked_items_of_speech(
