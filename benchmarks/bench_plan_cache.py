@@ -2,8 +2,9 @@
 
 The clip: 20 s of 1280x720 30 fps H.264 + AAC with a keyframe every 29 frames (so keyframes
 drift away from the 1 fps sample times): `_clip_kinds`' `720p_gop1s_off` kind, the clip
-`bench_clips` measures first (made by the same generator, kept in the same folder). Against `duplex-cli serve --engine scripted` in its own process (its CPU
-is not the client's), each row is a fresh client process on the media clock:
+`bench_clips` measures first (made by the same generator, kept in the same folder).
+Against `duplex-cli serve --engine scripted` in its own process (its CPU is not the
+client's), each row is a fresh client process on the media clock:
 
 - one stream: `stream_clip` with the plan cache off, then cold (an empty cache), then warm
   (the cache the cold run filled); client CPU per item;
