@@ -45,7 +45,7 @@ def remove_thumbnails(bundle_dir: Path) -> None:
 
 
 #: Thumbnails made in this process, by the sha256 of the image: the same frame sent again (an
-#: eval's repeat, another endpoint, a sweep) is not decoded and encoded again. Bounded.
+#: eval's repeat, another endpoint, a replay) is not decoded and encoded again. Bounded.
 _MADE: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
 _MADE_MAX = 4096
 _MADE_LOCK = threading.Lock()
