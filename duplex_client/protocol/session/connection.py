@@ -223,6 +223,21 @@ class ClientConnection(ConnectionState[H]):
         entry = self.outbox.keep(payload, data, trim=not resuming)
         return Send.encode(payload, data, entry, hold=hold and entry is not None)
 
+    def _send_append(self, event: ce.InputAudioBufferAppend, counted: tuple[int, int]) -> Send:
+        """`send` for an append, whose kind, id and positions are known (no dict lookups).
+
+        The frame and the outbox entry are those `send_raw` makes; the tracker takes no note
+        of appends.
+        """
+        self._check("send", *SENDING)
+        data = dumps(event.to_dict())
+        if not self.resumable:
+            return Send(data, event.event_id, counted=counted)
+        resuming = self._state is State.RESUMING
+        hold = resuming and self.outbox.unsent_bytes > self.max_queued_bytes
+        entry = self.outbox.add_append(event, data, trim=not resuming)
+        return Send(entry.data, event.event_id, entry, hold=hold, counted=counted)
+
     def must_write(self, entry: OutboxEntry) -> bool:
         """Whether a kept input is still to be written now (not queued, not flushed meanwhile)."""
         return self.writable and not entry.written
@@ -240,8 +255,11 @@ class ClientConnection(ConnectionState[H]):
     def append(self, pcm: PcmInput = None, **fields: Unpack[AppendFields]) -> Send:
         """An append of PCM and/or frames, counted at once; `ValueError` for an illegal one."""
         event, samples = self.input.build(pcm, self.capabilities, **fields)
-        send = self.send(event)
-        return send.with_counted(self.input.count(samples))
+        self._check("send", *SENDING)  # before counting: a refused append is never counted
+        before = self.input.samples
+        send = self._send_append(event, (before, before + samples))
+        self.input.count(samples)
+        return send
 
     def withdraw(self, send: Send) -> None:
         """An append never left (the session ended): uncount it unless a later one built on it."""

@@ -54,6 +54,8 @@ class AppendFields(TypedDict, total=False):
 
 def check_fields(fields: AppendFields, where: str = "append_input") -> None:
     """A `TypeError` naming a keyword an append does not take (as a fixed signature would)."""
+    if fields.keys() <= AppendFields.__optional_keys__:
+        return
     unknown = sorted(fields.keys() - AppendFields.__optional_keys__)
     if unknown:
         raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
@@ -138,6 +140,9 @@ class InputCounter:
         self.rate = sample_rate_hz
         #: Cumulative audio appended so far, in samples.
         self.samples = 0
+        # The last frame's bytes and their base64: a still image or a slow camera sends the
+        # same JPEG object again and again, and it is encoded once.
+        self._last_frame: tuple[bytes, str] | None = None
 
     @property
     def audio_end_ms(self) -> int:
@@ -150,6 +155,9 @@ class InputCounter:
         """The next append (not counted yet) and its samples; `ValueError` for an illegal one."""
         check_fields(fields)
         data = pcm_bytes(pcm, self.width)
+        frames = fields.get("video_frames")
+        if frames:
+            fields["video_frames"] = [self._encoded(f) for f in frames]
         event = build_append(
             data,
             caps=caps,
@@ -161,6 +169,17 @@ class InputCounter:
             **fields,
         )
         return event, len(data) // self.width
+
+    def _encoded(self, frame: bytes | str) -> bytes | str:
+        """A `bytes` frame as its base64 (the last one's reused); anything else as it is."""
+        if type(frame) is not bytes:  # a str is encoded already; a mutable buffer may change
+            return frame
+        last = self._last_frame
+        if last is not None and last[0] is frame:
+            return last[1]
+        text = b64encode(frame)
+        self._last_frame = (frame, text)
+        return text
 
     def count(self, samples: int) -> tuple[int, int]:
         """Count an append going out; returns the cumulative samples before and after it."""

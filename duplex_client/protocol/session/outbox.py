@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from duplex_client.protocol.client_events import InputAudioBufferAppend
 from duplex_client.protocol.response_events import ResponseEvent
 from duplex_client.protocol.server_events import (
     ErrorEvent,
@@ -136,6 +137,23 @@ class Outbox:
         entry = self.add(
             event_id,
             kind,
+            data,
+            unit=unit if isinstance(unit, int) else None,
+            audio_end_ms=end if isinstance(end, int) else None,
+            trim=trim,
+        )
+        if isinstance(end, int) and isinstance(duration, int):
+            entry.audio_start_ms = end - duration
+        return entry
+
+    def add_append(
+        self, event: InputAudioBufferAppend, data: bytes, *, trim: bool = True
+    ) -> OutboxEntry:
+        """`keep` for an append event encoded as `data`, read from its fields (same entry)."""
+        unit, end, duration = event.unit_index, event.audio_end_ms, event.duration_ms
+        entry = self.add(
+            event.event_id,
+            "append",
             data,
             unit=unit if isinstance(unit, int) else None,
             audio_end_ms=end if isinstance(end, int) else None,
