@@ -97,6 +97,17 @@ def _check_format(event: InputAudioBufferAppend, settings: SessionSettings) -> N
         )
 
 
+#: The last valid frame's base64 with its digest and decoded size. A still image (a slide, a
+#: paused camera) arrives again and again: comparing its text is ~10x cheaper than decoding
+#: and hashing it. Replaced as one tuple, so any thread reads a consistent entry.
+_last_frame: tuple[str, str, int] | None = None
+
+
+def _remember_frame(b64: str, digest: str, size: int) -> None:
+    global _last_frame
+    _last_frame = (b64, digest, size)
+
+
 def _frames(raw: tuple[str, ...], caps: Capabilities) -> tuple[FramePack | None, tuple[int, ...]]:
     if not raw:
         return None, ()
@@ -127,6 +138,12 @@ def _frames(raw: tuple[str, ...], caps: Capabilities) -> tuple[FramePack | None,
                 f"video_frames[{i}] exceeds {caps.max_frame_b64_chars} characters",
                 param,
             )
+        known = _last_frame
+        if known is not None and known[0] == b64:  # a still image sent again: checked once
+            bare.append(b64)
+            digests.append(known[1])
+            sizes.append(known[2])
+            continue
         try:
             data = b64decode(b64)
         except CodecError:
@@ -139,7 +156,9 @@ def _frames(raw: tuple[str, ...], caps: Capabilities) -> tuple[FramePack | None,
                 f"video_frames[{i}] is not a JPEG or PNG image",
                 param,
             )
+        digest = hashlib.sha256(data).hexdigest()
+        _remember_frame(b64, digest, len(data))
         bare.append(b64)
-        digests.append(hashlib.sha256(data).hexdigest())
+        digests.append(digest)
         sizes.append(len(data))
     return FramePack(frames=tuple(bare), sha256=tuple(digests)), tuple(sizes)

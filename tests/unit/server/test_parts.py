@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -10,12 +11,16 @@ import pytest
 
 from duplex_client.framing.units import UnitGrid
 from duplex_client.protocol import ErrorCode, UnitKind
+from duplex_client.protocol.capabilities import Capabilities
+from duplex_client.protocol.client_events import InputAudioBufferAppend
+from duplex_client.protocol.codec import b64encode
 from duplex_client.server.assembler import FramePack, UnitAssembler, detect_speech
 from duplex_client.server.engine.base import Fail, Listen, Speak, TurnView, UnitView
 from duplex_client.server.engine.script import Script, ScriptedEngine, ScriptError
 from duplex_client.server.engine.tones import split_chunks, tone_sequence
 from duplex_client.server.errors import Reject
 from duplex_client.server.faults import Faults, FaultSpecError
+from duplex_client.server.inputs import JPEG_MAGIC, parse_append
 from duplex_client.server.journal import Journal
 from duplex_client.server.profiles import ProfileUnavailableError, get_profile
 from duplex_client.server.settings import apply_update, initial_settings
@@ -209,3 +214,29 @@ def test_faults_parse_forms(tmp_path: Path) -> None:
     for bad in ("nope", "unit_latency_ms=-1", "slow_unit=3", "x=1", "{", "[1]"):
         with pytest.raises(FaultSpecError):
             Faults.parse(bad)
+
+
+def test_a_frame_sent_again_gets_the_same_checks_digest_and_size() -> None:
+    caps = Capabilities()
+    settings = initial_settings(get_profile("minicpmo"), 30.0)
+    pcm = b64encode(b"\x00\x00" * 320)
+    still, other = JPEG_MAGIC + b"still" * 50, JPEG_MAGIC + b"other" * 50
+
+    def parse(*frames: bytes | str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        texts = tuple(f if isinstance(f, str) else b64encode(f) for f in frames)
+        event = InputAudioBufferAppend(audio=pcm, video_frames=texts)
+        parsed = parse_append(event, settings, caps, ErrorCode.BAD_EVENT)
+        assert parsed.frames is not None
+        return parsed.frames.sha256, parsed.frame_bytes
+
+    def sha(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    assert parse(still) == ((sha(still),), (len(still),))
+    assert parse(still, other) == ((sha(still), sha(other)), (len(still), len(other)))
+    assert parse(other, still) == ((sha(other), sha(still)), (len(other), len(still)))
+    assert parse(still) == ((sha(still),), (len(still),))
+    with pytest.raises(Reject, match="not a JPEG"):  # a bad frame after a good one is refused
+        parse(b64encode(b"plain text"))
+    with pytest.raises(Reject, match="not valid base64"):
+        parse("%%%")
