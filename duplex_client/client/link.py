@@ -79,6 +79,7 @@ class Link:
         self.ledger = ledger or InputLedger()
         self._lock = asyncio.Lock()
         self._changed = asyncio.Event()
+        self._state = connection.state
 
     @property
     def connected(self) -> bool:
@@ -92,6 +93,12 @@ class Link:
 
     def sync(self) -> None:
         """The connection's state may have changed: wake whoever waits on it."""
+        # The waiters only look at the state: a run waiting for the end is not woken by
+        # every server event (the driver syncs after each)
+        state = self._conn.state
+        if state is self._state:
+            return
+        self._state = state
         self._changed.set()
         self._changed.clear()
 

@@ -53,13 +53,13 @@ class Attachment:
 
     def push(self, outputs: list[Output], *, reserve: bool = False) -> bool:
         """Queue outputs; False if the output buffer limit would be exceeded (nothing queued)."""
+        if not outputs:  # most appends answer nothing: waking the writer would be a loop pass
+            return True
         limits = self.runner.session.limits
         max_bytes = limits.output_buffer_bytes + (limits.output_reserve_bytes if reserve else 0)
         max_events = limits.output_buffer_events + (limits.output_reserve_events if reserve else 0)
         size = sum(len(o.data) for o in outputs if isinstance(o, Send))
-        if outputs and (
-            self._bytes + size > max_bytes or len(self._queue) + len(outputs) > max_events + 1
-        ):
+        if self._bytes + size > max_bytes or len(self._queue) + len(outputs) > max_events + 1:
             return False
         self._queue.extend(outputs)
         self._bytes += size
