@@ -66,7 +66,8 @@ class UnitGrid:
 
     def boundary_samples(self, k: int) -> int:
         """Cumulative samples at which unit k closes (exact, never rounded ms)."""
-        return self.boundary_ms(k) * self.sample_rate_hz // 1000
+        # `boundary_ms` inlined: the framer asks for boundaries several times per append
+        return (self.first_unit_ms + max(k, 0) * self.chunk_period_ms) * self.sample_rate_hz // 1000
 
     def start_samples(self, k: int) -> int:
         """Cumulative samples at which unit k starts."""
@@ -74,7 +75,8 @@ class UnitGrid:
 
     def unit_length_samples(self, k: int) -> int:
         """Length of unit k in samples (consecutive boundaries, so lengths always tile)."""
-        return self.boundary_samples(k) - self.start_samples(k)
+        end = self.boundary_samples(k)
+        return end if k <= 0 else end - self.boundary_samples(k - 1)
 
     @property
     def period_samples(self) -> int:
