@@ -42,6 +42,9 @@ from duplex_client.protocol.session import (
     Settled,
 )
 
+#: Timer and write tasks kept before the finished ones are dropped from the set.
+_PRUNE_AT = 32
+
 log = logging.getLogger("duplex_client")
 
 
@@ -235,6 +238,8 @@ class Driver:
             log.warning("background send failed", exc_info=True)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        # Finished tasks are pruned here now and then, not by a done callback each: that
+        # would cost the loop one more callback per ack and background write
+        if len(self._tasks) >= _PRUNE_AT:
+            self._tasks = {t for t in self._tasks if not t.done()}
+        self._tasks.add(asyncio.create_task(coro, name=name))
