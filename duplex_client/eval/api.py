@@ -21,6 +21,7 @@ from duplex_client.bundle.eval_layout import COMPARE_MD, EVAL_FILE
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.compare import EndpointSide, endpoint_summaries, write_comparison
+from duplex_client.eval.cost import Admission
 from duplex_client.eval.dialects import compares, one_dialect, set_dialects
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.exports import EXPORTS, check_export, write_export
@@ -46,6 +47,8 @@ from duplex_client.usage import UsageError
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from duplex_client.eval.cost import CostModel
 
 #: Bounds of the eval's own numeric options (both included).
 _LIMITS = {"concurrency": (1, 256), "repeat": (1, 1000), "retries": (0, 100)}
@@ -170,6 +173,8 @@ async def run_eval_async(
     backoff_s: float = 1.0,
     dialects: Sequence[str] = (),
     each_endpoint: bool | None = None,
+    cpu_budget: float | None = None,
+    cost_model: CostModel | None = None,
     **run_options: Any,
 ) -> EvalResult:
     """Run `items` (a directory, a manifest, or `EvalItem`s) and write bundles and a summary.
@@ -182,6 +187,9 @@ async def run_eval_async(
     `each_endpoint`: every item runs on every URL (a comparison, `endpoint-<n>/` per URL and
     `compare.json`); None: so when `dialects` names different wires, else the URLs share
     the items out.
+    `cpu_budget`: the share of this process's cores the running items' predicted CPU may
+    take (default 0.8): items start only while it holds, `concurrency` is the upper bound
+    (docs/eval.md); `cost_model` predicts what an item costs (default: measured here).
     """
     compare = compares(each_endpoint, urls, dialects)
     if dialects:
@@ -196,8 +204,11 @@ async def run_eval_async(
         rerun_failed=rerun_failed,
         max_lateness_ms=max_lateness_ms,
         backoff_s=backoff_s,
+        cpu_budget=cpu_budget,
     )
     _check(settings, urls, export, ray)
+    # each item's run judges its own timing at the eval's limit (and warns when it is lost)
+    base = dataclasses.replace(base, max_lateness_ms=float(max_lateness_ms))
     if urls:
         check_url_options(base)
     chosen = load_items(items, layout=layout) if isinstance(items, str | os.PathLike) else items
@@ -244,9 +255,12 @@ async def run_eval_async(
     except OSError as exc:
         message = f"{out}: cannot write the output directory ({exc})"
         raise UsageError(message, param="output_dir") from None
-    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress.notes, dialects)
+    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress, dialects)
     async with endpoints as (pool, executor):
-        run = EvalRun(jobs, base, out, pool, settings, executor, progress)
+        admission = _admission(settings, len(pool.endpoints), base, cost_model, ray, progress)
+        if admission is not None:
+            await admission.settle()
+        run = EvalRun(jobs, base, out, pool, settings, executor, progress, admission)
         run.resume()
         error, code = None, EXIT_OK
         try:
@@ -340,6 +354,11 @@ def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray:
             raise UsageError(
                 f"{name} must be an integer in {low}..{high}, got {value!r}", param=name
             )
+    b = settings.cpu_budget
+    if b is not None and (isinstance(b, bool) or not isinstance(b, int | float) or not 0 < b <= 1):
+        raise UsageError(
+            f"cpu_budget must be a share of the cores in (0, 1], got {b!r}", param="cpu_budget"
+        )
     m = settings.max_lateness_ms
     if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m <= 0:
         raise UsageError(f"max_lateness_ms must be positive, got {m!r}", param="max_lateness_ms")
@@ -354,6 +373,32 @@ def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray:
             "machine's loopback only",
             keywords=("ray", "url"),
         )
+
+
+def _admission(
+    settings: EvalSettings,
+    endpoints: int,
+    options: RunOptions,
+    costs: CostModel | None,
+    ray: str | bool | None,
+    progress: EvalProgress,
+) -> Admission | None:
+    """The CPU budget items start within (None: one item at a time, or Ray's own workers)."""
+    from duplex_client.eval.budget import DEFAULT_CPU_BUDGET, CpuBudget, client_cores
+    from duplex_client.eval.cost import CostModel, MachineLoad
+
+    bound = settings.concurrency * endpoints
+    if ray is not None and ray is not False:
+        if settings.cpu_budget is not None:
+            progress.notes.append(
+                "cpu_budget is not applied with ray: the items run on Ray's workers, not here"
+            )
+        return None
+    if bound <= 1:
+        return None
+    share = DEFAULT_CPU_BUDGET if settings.cpu_budget is None else float(settings.cpu_budget)
+    budget = CpuBudget(client_cores(), share, bound=bound)
+    return Admission(budget, costs or CostModel(options), MachineLoad())
 
 
 def _server_record(urls: Sequence[str], options: RunOptions, engine: str | None) -> dict[str, Any]:
@@ -374,7 +419,7 @@ async def _endpoints(
     settings: EvalSettings,
     ray: str | bool | None,
     engine: str | None,
-    notes: list[str],
+    progress: EvalProgress,
     dialects: Sequence[str] = (),
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
@@ -397,7 +442,8 @@ async def _endpoints(
                 )
             )
             pairs = [(url, "embedded")]
-        executor: ItemExecutor = LocalExecutor()
+        notes = progress.notes
+        executor: ItemExecutor = LocalExecutor(progress)
         if ray is not None and ray is not False:
             from duplex_client.eval.ray_executor import RayExecutor
 
