@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from duplex_client.bundle.eval_layout import COMPARE_MD, EVAL_FILE
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
+from duplex_client.eval.budget import check_share
 from duplex_client.eval.compare import EndpointSide, endpoint_summaries, write_comparison
-from duplex_client.eval.cost import Admission
+from duplex_client.eval.cost import admission_for
 from duplex_client.eval.dialects import compares, one_dialect, set_dialects
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.exports import EXPORTS, check_export, write_export
@@ -257,7 +258,7 @@ async def run_eval_async(
         raise UsageError(message, param="output_dir") from None
     endpoints = _endpoints(urls, base, settings, ray, server_engine, progress, dialects)
     async with endpoints as (pool, executor):
-        admission = _admission(settings, len(pool.endpoints), base, cost_model, ray, progress)
+        admission = admission_for(settings, len(pool.endpoints), base, cost_model, ray, progress)
         if admission is not None:
             await admission.settle()
         run = EvalRun(jobs, base, out, pool, settings, executor, progress, admission)
@@ -354,11 +355,7 @@ def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray:
             raise UsageError(
                 f"{name} must be an integer in {low}..{high}, got {value!r}", param=name
             )
-    b = settings.cpu_budget
-    if b is not None and (isinstance(b, bool) or not isinstance(b, int | float) or not 0 < b <= 1):
-        raise UsageError(
-            f"cpu_budget must be a share of the cores in (0, 1], got {b!r}", param="cpu_budget"
-        )
+    check_share(settings.cpu_budget)
     m = settings.max_lateness_ms
     if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m <= 0:
         raise UsageError(f"max_lateness_ms must be positive, got {m!r}", param="max_lateness_ms")
@@ -373,32 +370,6 @@ def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray:
             "machine's loopback only",
             keywords=("ray", "url"),
         )
-
-
-def _admission(
-    settings: EvalSettings,
-    endpoints: int,
-    options: RunOptions,
-    costs: CostModel | None,
-    ray: str | bool | None,
-    progress: EvalProgress,
-) -> Admission | None:
-    """The CPU budget items start within (None: one item at a time, or Ray's own workers)."""
-    from duplex_client.eval.budget import DEFAULT_CPU_BUDGET, CpuBudget, client_cores
-    from duplex_client.eval.cost import CostModel, MachineLoad
-
-    bound = settings.concurrency * endpoints
-    if ray is not None and ray is not False:
-        if settings.cpu_budget is not None:
-            progress.notes.append(
-                "cpu_budget is not applied with ray: the items run on Ray's workers, not here"
-            )
-        return None
-    if bound <= 1:
-        return None
-    share = DEFAULT_CPU_BUDGET if settings.cpu_budget is None else float(settings.cpu_budget)
-    budget = CpuBudget(client_cores(), share, bound=bound)
-    return Admission(budget, costs or CostModel(options), MachineLoad())
 
 
 def _server_record(urls: Sequence[str], options: RunOptions, engine: str | None) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from duplex_client.usage import UsageError
+
 #: The default share of the client's cores the running items' predicted load may take.
 DEFAULT_CPU_BUDGET = 0.8
 #: Predicted CPU (s) the eval must have covered before measurement refines the predictions.
@@ -205,3 +207,14 @@ def client_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def check_share(value: Any) -> None:
+    """`cpu_budget` is None or a share of the cores in (0, 1]; else a one-line `UsageError`."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise UsageError(
+            f"cpu_budget must be a share of the cores in (0, 1], got {value!r}",
+            param="cpu_budget",
+        )

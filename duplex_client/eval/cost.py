@@ -27,6 +27,7 @@ from typing import Any
 
 from duplex_client.eval.budget import CpuBudget
 from duplex_client.eval.item import EvalItem
+from duplex_client.eval.jobs import EvalProgress, EvalSettings
 from duplex_client.run.options import RunOptions
 
 #: Stream time planned to measure a kind's cost beyond its decoding.
@@ -293,3 +294,58 @@ class Admission:
         others = None if self.load is None else self.load.sample()
         if others is not None:
             self.budget.observe_others(others)
+
+    def allows(self, item: EvalItem) -> bool | None:
+        """Whether the item may start now (None: not priced yet; False: held back, the
+        budget notes the cap)."""
+        cost = self.costs.known(item)
+        if cost is None:
+            return None
+        self.observe()
+        if self.budget.fits(cost.ms_per_s):
+            return True
+        self.budget.held(cost.ms_per_s)
+        return False
+
+    async def price(self, item: EvalItem) -> None:
+        """Predict the item's cost off the loop (its media probed, its kind measured once)."""
+        spent = self.costs.spent_cpu_s
+        await asyncio.to_thread(self.costs.estimate, item)
+        self.budget.exclude(self.costs.spent_cpu_s - spent)
+
+    def start(self, key: str, item: EvalItem) -> None:
+        """The item starts now (priced: `allows` said so)."""
+        cost = self.costs.known(item) or ItemCost(0.0, 0.0, "unmeasured")
+        self.budget.start(key, cost.ms_per_s, cost.media_s)
+
+    def ended(self, item: EvalItem, *, on_time: bool) -> None:
+        """An item's result is in: one that kept its timing raises a lost-timing ceiling."""
+        cost = self.costs.known(item)
+        if cost is not None and on_time:
+            self.budget.kept(cost.ms_per_s)
+
+
+def admission_for(
+    settings: EvalSettings,
+    endpoints: int,
+    options: RunOptions,
+    costs: CostModel | None,
+    ray: str | bool | None,
+    progress: EvalProgress,
+) -> Admission | None:
+    """The CPU budget an eval's items start within (None: one at a time, or on Ray's own
+    workers, where a `cpu_budget` given gets a note)."""
+    from duplex_client.eval.budget import DEFAULT_CPU_BUDGET, client_cores
+
+    if ray is not None and ray is not False:
+        if settings.cpu_budget is not None:
+            progress.notes.append(
+                "cpu_budget is not applied with ray: the items run on Ray's workers, not here"
+            )
+        return None
+    bound = settings.concurrency * endpoints
+    if bound <= 1:
+        return None
+    share = DEFAULT_CPU_BUDGET if settings.cpu_budget is None else float(settings.cpu_budget)
+    budget = CpuBudget(client_cores(), share, bound=bound)
+    return Admission(budget, costs or CostModel(options), MachineLoad())

@@ -25,7 +25,7 @@ from duplex_client.analysis.timing import TIMING_LOST
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
-from duplex_client.eval.cost import Admission, ItemCost
+from duplex_client.eval.cost import Admission
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.jobs import (
@@ -91,10 +91,6 @@ class LocalExecutor:
 
 
 log = logging.getLogger(__name__)
-
-
-#: The cost of a job when nothing measures costs (no budget).
-FREE = ItemCost(0.0, 0.0, "unmeasured")
 
 
 class EvalRun:
@@ -213,11 +209,12 @@ class EvalRun:
                 entry = None
                 if wait <= 0:
                     entry = self._takeable(endpoint)
-                if entry is not None and self._cost(entry) is None:
+                if entry is not None and self._unpriced(entry):
                     unpriced, entry = entry, None
                 elif entry is not None:
                     self.pending.remove(entry)
-                    self._admit(entry)
+                    if self.admission is not None:
+                        self.admission.start(entry.job.key, entry.job.item)
                     delay = self._start_slot()
                     epoch = self.pool.started(endpoint)  # counted now: the limit holds
                 else:  # suspended after a fault: another endpoint may take the job
@@ -237,45 +234,27 @@ class EvalRun:
                     raise
             await self._attempt(endpoint, entry, epoch)
 
-    # --- admission by measured cost ---
+    # --- admission by measured cost (`eval.cost.Admission`) ---
 
-    def _cost(self, entry: Pending) -> ItemCost | None:
-        """The entry's predicted cost (None: not predicted yet); a fixed one without a budget."""
-        if self.admission is None:
-            return FREE
-        return self.admission.costs.known(entry.job.item)
+    def _unpriced(self, entry: Pending) -> bool:
+        return self.admission is not None and self.admission.costs.known(entry.job.item) is None
 
     def _startable(self, endpoint: Endpoint) -> bool:
         """A queued job this endpoint may take, unpriced or within the CPU budget (a job the
-        budget holds back notes the cap)."""
+        budget holds back notes the cap on the progress line)."""
         entry = self._takeable(endpoint)
         if entry is None:
             return False
-        cost = self._cost(entry)
-        if cost is None or self.admission is None:
+        if self.admission is None or self.admission.allows(entry.job.item) is not False:
             return True
-        self.admission.observe()
-        budget = self.admission.budget
-        if budget.fits(cost.ms_per_s):
-            return True
-        budget.held(cost.ms_per_s)
-        self.progress.admission = budget.message()
+        self.progress.admission = self.admission.budget.message()
         return False
 
     async def _price(self, entry: Pending) -> None:
-        """Predict a job's cost off the loop (its media probed, its kind measured once)."""
         assert self.admission is not None
-        costs = self.admission.costs
-        spent = costs.spent_cpu_s
-        await asyncio.to_thread(costs.estimate, entry.job.item)
-        self.admission.budget.exclude(costs.spent_cpu_s - spent)
+        await self.admission.price(entry.job.item)
         async with self.changed:
             self.changed.notify_all()
-
-    def _admit(self, entry: Pending) -> None:
-        if self.admission is not None:
-            cost = self._cost(entry) or FREE
-            self.admission.budget.start(entry.job.key, cost.ms_per_s, cost.media_s)
 
     def _release(self, job: EvalJob) -> None:
         if self.admission is not None:
@@ -380,9 +359,7 @@ class EvalRun:
         if record is not None and not record.result.get("ok"):
             self.progress.failed += 1
         if record is not None and self.admission is not None:
-            cost = self.admission.costs.known(job.item)
-            if cost is not None and record.result.get("timing_valid") is True:
-                self.admission.budget.kept(cost.ms_per_s)
+            self.admission.ended(job.item, on_time=record.result.get("timing_valid") is True)
         async with self.changed:
             self.outstanding -= 1
             self.changed.notify_all()
