@@ -17,6 +17,7 @@ the machine's CPU; timing-invalid items and failures (from `EvalResult.summary`)
 send lateness p99 (median and max over the summary rows) and the largest end drift.
 Target: at N = 32, >= 90 % of the ideal with every item timing-valid.
 Run: `python -m benchmarks.bench_eval` (about 14 minutes, 11 of them at N = 1);
+`BENCH_EVAL_MODE=video720` or `audio256`: issue 31's admission modes instead (`_eval_modes`);
 `BENCH_EVAL_LEVELS=32` picks levels, `BENCH_EVAL_TAIL_S` sets the tail
 silence; `--quick` or `BENCH_QUICK=1`: 4 items of 2 s at N = 2 and 4 (about 30 s).
 """
@@ -200,8 +201,13 @@ def items_dir(count: int, seconds: int, size: tuple[int, int] = SIZE) -> Path:
         source = write_clip(tmp, seconds, size)
         clip.with_suffix(".source.txt").write_text(source + "\n", encoding="utf-8")
         tmp.replace(clip)
+    return linked_items(clip, count, tag)
+
+
+def linked_items(clip: Path, count: int, tag: str) -> Path:
+    """A cached input directory: `clip` hard-linked (or copied) under `count` names."""
     folder = cache_dir() / f"eval_items_{count}x{tag}"
-    names = [f"item_{i:02d}.mp4" for i in range(count)]
+    names = [f"item_{i:02d}{clip.suffix}" for i in range(count)]
     if folder.is_dir() and sorted(p.name for p in folder.iterdir()) == names:
         return folder
     tmp_dir = folder.with_name(f".{folder.name}.{os.getpid()}")
@@ -245,6 +251,7 @@ def child(url: str, folder: str, n: int, out: str, tail_s: float) -> None:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     figures = digest(result.summary, result.rows)
     figures["late_phases"] = late_phases(Path(out), result.rows, figures["max_lateness_ms"])
+    figures["admission"] = result.summary.get("admission")
     print(json.dumps({"wall_s": wall, "cpu_s": cpu, "exit_code": result.exit_code, **figures}))
 
 
@@ -302,7 +309,7 @@ def _cpu_s(proc: Any) -> float:
     return float(times.user + times.system)
 
 
-def measure(folder: Path, p: Plan, n: int) -> dict[str, Any]:
+def measure(folder: Path, p: Plan, n: int, timeout_s: float | None = None) -> dict[str, Any]:
     """One level: a fresh server and a fresh client process running the whole eval."""
     with (
         ServerProcess(max_sessions=max(40, n + 8), script=SCRIPT) as server,
@@ -314,7 +321,7 @@ def measure(folder: Path, p: Plan, n: int) -> dict[str, Any]:
         wall0 = time.monotonic()
         args = [sys.executable, "-m", "benchmarks.bench_eval", "--child", server.url]
         args += [str(folder), str(n), out, str(p.tail_s)]
-        timeout = p.items * (p.seconds + p.tail_s + 5) / n + 180
+        timeout = timeout_s or p.items * (p.seconds + p.tail_s + 5) / n + 180
         proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         wall = time.monotonic() - wall0
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -421,6 +428,12 @@ def verdict(p: Plan, results: dict[int, dict[str, Any]]) -> str:
 
 def main() -> None:
     """Generate (or reuse) the items, run every level and print the table and the target."""
+    from benchmarks import _eval_modes
+
+    chosen = _eval_modes.mode()
+    if chosen is not None:  # issue 31's admission modes instead of the levels
+        _eval_modes.run_mode(chosen)
+        return
     p = plan(quick_mode())
     print(f"machine: {machine()}")
     folder = items_dir(p.items, p.seconds)

@@ -148,6 +148,15 @@ def eval_command(
             help="Send lateness p99 (or drift) above this marks an item timing-invalid.",
         ),
     ] = 20.0,
+    cpu_budget: Annotated[
+        float | None,
+        _opt(
+            panel=EVAL,
+            metavar="SHARE",
+            help="Start items only while their predicted CPU fits this share of the client's "
+            "cores (0-1; default 0.8); --concurrency is the upper bound.",
+        ),
+    ] = None,
     export: Annotated[
         Export | None,
         _opt(panel=OUTPUT, metavar=choices(Export), help="Also write a benchmark's output tree."),
@@ -189,6 +198,7 @@ def eval_command(
         "rerun_failed": rerun_failed,
         "each_endpoint": each_endpoint,
         "max_lateness_ms": max_lateness_ms,
+        "cpu_budget": cpu_budget,
         "layout": None if layout is Layout.auto else layout.value,
         "limit": limit,
         "pattern": filter_,

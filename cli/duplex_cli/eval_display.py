@@ -27,8 +27,10 @@ def status_line(p: EvalProgress) -> str:
     shown = "–" if latency is None else f"{latency:.0f} ms"
     extra = f" · resumed {p.resumed}" if p.resumed else ""
     invalid = f" · timing-invalid {p.timing_invalid}" if p.timing_invalid else ""
+    invalid += f" · timing lost {p.timing_lost}" if p.timing_lost else ""
+    capped = f" ({p.admission})" if p.admission else ""
     return (
-        f"running {p.running} · failed {p.failed}{invalid}{extra} · "
+        f"running {p.running}{capped} · failed {p.failed}{invalid}{extra} · "
         f"ETA {_clock(p.eta_s())} · latency p50 {shown}"
     )
 
@@ -108,4 +110,7 @@ def print_eval_summary(console: Console, result: EvalResult) -> None:
             _ms(d.get("p99")),
         )
     console.print(table)
+    admission = agg.get("admission")
+    if admission and admission.get("message"):
+        console.print(f"at most {admission['max_running']} at once: {admission['message']}")
     console.print(f"summary: {result.output_dir / SUMMARY_MD}")

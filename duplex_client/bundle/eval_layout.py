@@ -35,10 +35,10 @@ FDB_EXPORT_DIR: Final = "fdb"
 #: The fixed columns of a summary row, in order; manifest extra columns follow.
 SUMMARY_COLUMNS: Final = (
     "id", "repeat", "endpoint", "dialect", "status", "ok", "exit_code", "error", "duration_s",
-    "attempts", "timing", "timing_valid", "lateness_p99_ms", "drift_ms", "turns", "latency_p50_ms",
-    "latency_p95_ms", "latency_max_ms", "first_answer_latency_p50_ms", "server_p50_ms",
-    "overlap_p50_ms", "gap_p50_ms", "unanswered_turns", "cut_turns", "transcript", "expected",
-    "bundle",
+    "attempts", "timing", "timing_valid", "timing_reason", "lateness_p99_ms", "drift_ms",
+    "turns", "latency_p50_ms", "latency_p95_ms", "latency_max_ms",
+    "first_answer_latency_p50_ms", "server_p50_ms", "overlap_p50_ms", "gap_p50_ms",
+    "unanswered_turns", "cut_turns", "transcript", "expected", "bundle",
 )  # fmt: skip
 
 

@@ -1,5 +1,7 @@
 """How many sessions an endpoint takes at once: asked before the eval, learned from refusals.
 
+(How many the client can pace is `eval.cost.Admission`'s.)
+
 Before items run with `concurrency` above one, each endpoint is asked once, as `duplex-cli
 check` does: a session is opened with the items' own config and closed, and its capabilities
 read. A server that says `supports_multi_session: false` takes one session at a time, so the

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 from duplex_client.bundle.eval_layout import COMPARE_MD, EVAL_FILE
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.writer import write_json_atomic
+from duplex_client.eval.budget import check_share
 from duplex_client.eval.compare import EndpointSide, endpoint_summaries, write_comparison
+from duplex_client.eval.cost import admission_for
 from duplex_client.eval.dialects import compares, one_dialect, set_dialects
 from duplex_client.eval.endpoints import EndpointPool
 from duplex_client.eval.exports import EXPORTS, check_export, write_export
@@ -46,6 +48,8 @@ from duplex_client.usage import UsageError
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from duplex_client.eval.cost import CostModel
 
 #: Bounds of the eval's own numeric options (both included).
 _LIMITS = {"concurrency": (1, 256), "repeat": (1, 1000), "retries": (0, 100)}
@@ -170,6 +174,8 @@ async def run_eval_async(
     backoff_s: float = 1.0,
     dialects: Sequence[str] = (),
     each_endpoint: bool | None = None,
+    cpu_budget: float | None = None,
+    cost_model: CostModel | None = None,
     **run_options: Any,
 ) -> EvalResult:
     """Run `items` (a directory, a manifest, or `EvalItem`s) and write bundles and a summary.
@@ -182,6 +188,9 @@ async def run_eval_async(
     `each_endpoint`: every item runs on every URL (a comparison, `endpoint-<n>/` per URL and
     `compare.json`); None: so when `dialects` names different wires, else the URLs share
     the items out.
+    `cpu_budget`: the share of this process's cores the running items' predicted CPU may
+    take (default 0.8): items start only while it holds, `concurrency` is the upper bound
+    (docs/eval.md); `cost_model` predicts what an item costs (default: measured here).
     """
     compare = compares(each_endpoint, urls, dialects)
     if dialects:
@@ -196,8 +205,11 @@ async def run_eval_async(
         rerun_failed=rerun_failed,
         max_lateness_ms=max_lateness_ms,
         backoff_s=backoff_s,
+        cpu_budget=cpu_budget,
     )
     _check(settings, urls, export, ray)
+    # each item's run judges its own timing at the eval's limit (and warns when it is lost)
+    base = dataclasses.replace(base, max_lateness_ms=float(max_lateness_ms))
     if urls:
         check_url_options(base)
     chosen = load_items(items, layout=layout) if isinstance(items, str | os.PathLike) else items
@@ -244,9 +256,12 @@ async def run_eval_async(
     except OSError as exc:
         message = f"{out}: cannot write the output directory ({exc})"
         raise UsageError(message, param="output_dir") from None
-    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress.notes, dialects)
+    endpoints = _endpoints(urls, base, settings, ray, server_engine, progress, dialects)
     async with endpoints as (pool, executor):
-        run = EvalRun(jobs, base, out, pool, settings, executor, progress)
+        admission = admission_for(settings, len(pool.endpoints), base, cost_model, ray, progress)
+        if admission is not None:
+            await admission.settle()
+        run = EvalRun(jobs, base, out, pool, settings, executor, progress, admission)
         run.resume()
         error, code = None, EXIT_OK
         try:
@@ -340,6 +355,7 @@ def _check(settings: EvalSettings, urls: Sequence[str], export: str | None, ray:
             raise UsageError(
                 f"{name} must be an integer in {low}..{high}, got {value!r}", param=name
             )
+    check_share(settings.cpu_budget)
     m = settings.max_lateness_ms
     if isinstance(m, bool) or not isinstance(m, int | float) or not math.isfinite(m) or m <= 0:
         raise UsageError(f"max_lateness_ms must be positive, got {m!r}", param="max_lateness_ms")
@@ -374,7 +390,7 @@ async def _endpoints(
     settings: EvalSettings,
     ray: str | bool | None,
     engine: str | None,
-    notes: list[str],
+    progress: EvalProgress,
     dialects: Sequence[str] = (),
 ) -> AsyncIterator[tuple[EndpointPool, ItemExecutor]]:
     """The endpoint pool (an embedded server when no URL) and the executor items run on."""
@@ -397,7 +413,8 @@ async def _endpoints(
                 )
             )
             pairs = [(url, "embedded")]
-        executor: ItemExecutor = LocalExecutor()
+        notes = progress.notes
+        executor: ItemExecutor = LocalExecutor(progress)
         if ray is not None and ray is not False:
             from duplex_client.eval.ray_executor import RayExecutor
 

@@ -19,6 +19,7 @@ def summary_markdown(agg: Mapping[str, Any]) -> str:
         f"Items: {agg['items']} ({agg['ok']} ok, {agg['failed']} failed), "
         f"{agg['timing_invalid']} timing-invalid.",
         "",
+        *_admission(agg.get("admission")),
         f"Per turn, pooled over {agg['pooled_items']} ok, timing-valid items (ms), every "
         "answer heard (full, tail silence included):",
         *_table(agg),
@@ -47,6 +48,12 @@ def summary_markdown(agg: Mapping[str, Any]) -> str:
     lines.append("| --- | ---: | ---: | ---: |")
     for endpoint, c in agg["endpoints"].items():
         lines.append(f"| {_md_cell(endpoint)} | {c['items']} | {c['ok']} | {c['failed']} |")
+    invalid = agg.get("timing_invalid_items") or []
+    if invalid:
+        lines += ["", "## Timing-invalid items", "", "| item | why |", "| --- | --- |"]
+        lines += [f"| {_md_cell(i['id'])} | {_md_cell(str(i['reason']))} |" for i in invalid]
+        if agg["timing_invalid"] > len(invalid):
+            lines.append(f"| … | {agg['timing_invalid'] - len(invalid)} more |")
     unmeasured = agg["items"] - agg["timing_valid"] - agg["timing_invalid"]
     lines += [
         "",
@@ -59,6 +66,15 @@ def summary_markdown(agg: Mapping[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _admission(block: Mapping[str, Any] | None) -> list[str]:
+    """How many items ran at once, and why no more (the CPU budget's cap)."""
+    if not block:
+        return []
+    line = f"At most {block['max_running']} ran at once (concurrency {block['concurrency']})"
+    message = block.get("message")
+    return [line + (f": {message}." if message else "."), ""]
 
 
 def _table(block: Mapping[str, Any]) -> list[str]:

@@ -15,21 +15,43 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from duplex_client.analysis.timing import TIMING_LOST
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
+from duplex_client.eval.cost import Admission
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
-from duplex_client.eval.jobs import EvalJob
+from duplex_client.eval.jobs import (
+    EvalJob,
+    EvalProgress,
+    EvalSettings,
+    Pending,
+    plan_jobs,
+    settings_record,
+)
 from duplex_client.eval.summary import EvalSummary, ItemRecord, summary_row
-from duplex_client.run.checks import FILE_FRAME_MAX_SIDE, FILE_JPEG_QUALITY
-from duplex_client.run.options import DEVICE_FIELDS, RunOptions
+from duplex_client.run.options import RunOptions
+from duplex_client.run.progress import RunProgress
+
+__all__ = [
+    "Admission",
+    "EvalJob",
+    "EvalProgress",
+    "EvalRun",
+    "EvalSettings",
+    "ItemExecutor",
+    "LocalExecutor",
+    "Pending",
+    "plan_jobs",
+    "settings_record",
+]
 
 
 class ItemExecutor(Protocol):
@@ -45,72 +67,30 @@ class ItemExecutor(Protocol):
 
 
 class LocalExecutor:
-    """Items run in this process's event loop."""
+    """Items run in this process's event loop; an item whose timing is lost says so at once
+    (one log line, counted in `progress`)."""
+
+    def __init__(self, progress: EvalProgress | None = None) -> None:
+        self.progress = progress
 
     async def run(self, job: ItemJob, bundle_dir: Path, slot: int) -> ItemOutcome:
         """Run `job` here."""
-        return await run_item(job, bundle_dir)
+        told = RunProgress(figures=False, listener=lambda m: self._warned(job.key, m))
+        return await run_item(job, bundle_dir, progress=told)
+
+    def _warned(self, key: str, message: str) -> None:
+        if message.startswith(TIMING_LOST):
+            if self.progress is not None:
+                self.progress.timing_lost += 1
+                if self.progress.on_timing_lost is not None:  # while the item still runs
+                    self.progress.on_timing_lost()
+            log.warning("%s: %s", key, message)
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-@dataclass(slots=True)
-class EvalProgress:
-    """Live state of an eval for a display to poll."""
-
-    total: int = 0
-    done: int = 0
-    failed: int = 0
-    running: int = 0
-    #: Items finished by an earlier run of the same eval (not run again).
-    resumed: int = 0
-    timing_invalid: int = 0
-    started: float = field(default_factory=time.monotonic)
-    latencies_ms: list[float] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    stop_reason: str | None = None
-
-    @property
-    def latency_p50_ms(self) -> float | None:
-        """The median of the finished items' median turn latency."""
-        ordered = sorted(self.latencies_ms)
-        return ordered[len(ordered) // 2] if ordered else None
-
-    def eta_s(self, now: float | None = None) -> float | None:
-        """Seconds left at the pace of this run's items so far (None before the first)."""
-        ran = self.done - self.resumed
-        if ran <= 0:
-            return None
-        elapsed = (time.monotonic() if now is None else now) - self.started
-        return elapsed / ran * (self.total - self.done)
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A queued job: its attempt number, earlier attempts' errors, endpoints that faulted."""
-
-    job: EvalJob
-    attempt: int = 1
-    errors: tuple[str, ...] = ()
-    avoid: frozenset[int] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class EvalSettings:
-    """How an eval runs (the run options of every item are apart, in `RunOptions`)."""
-
-    concurrency: int = 1
-    repeat: int = 1
-    retries: int = 2
-    rerun_failed: bool = False
-    max_lateness_ms: float = 20.0
-    backoff_s: float = 1.0
-    #: Seconds between two item starts: a wave of sessions opening in one instant would
-    #: contend for the CPU (decoders opening, handshakes) and start late.
-    start_interval_s: float = 0.05
-    #: Seconds between summary rewrites while items finish (it is always written at the end).
-    summary_every_s: float = 2.0
+log = logging.getLogger(__name__)
 
 
 class EvalRun:
@@ -125,6 +105,7 @@ class EvalRun:
         settings: EvalSettings,
         executor: ItemExecutor,
         progress: EvalProgress,
+        admission: Admission | None = None,
     ) -> None:
         self.jobs = list(jobs)
         self.options = options
@@ -141,6 +122,9 @@ class EvalRun:
         self.stranded = 0
         self.changed = asyncio.Condition()
         self._summary_at = 0.0
+        self.admission = admission
+        if admission is not None:  # the load it was lost at is the most taken on from then
+            progress.on_timing_lost = admission.budget.lost
 
     def resume(self) -> None:
         """Load the records of finished items; queue the rest."""
@@ -182,7 +166,13 @@ class EvalRun:
     def summary(self) -> EvalSummary:
         """The summary of every finished job, in job order."""
         records = [self.records[j.key] for j in self.jobs if j.key in self.records]
-        return EvalSummary(records, max_lateness_ms=self.settings.max_lateness_ms)
+        admission = {"concurrency": self.settings.concurrency, "max_running": 0, "message": None}
+        if self.admission is not None:
+            admission |= self.admission.budget.record()
+        admission["max_running"] = self.progress.max_running
+        return EvalSummary(
+            records, max_lateness_ms=self.settings.max_lateness_ms, admission=admission
+        )
 
     def collect_finished(self) -> None:
         """Read in every finished bundle not yet recorded (an item that ended just as the eval
@@ -203,10 +193,11 @@ class EvalRun:
 
     async def _worker(self, endpoint: Endpoint) -> None:
         while True:
+            unpriced = None
             async with self.changed:
                 await self.changed.wait_for(
                     lambda: (
-                        self._takeable(endpoint) is not None
+                        self._startable(endpoint)
                         or self.outstanding == 0
                         or self._stopped(endpoint)
                     )
@@ -218,12 +209,19 @@ class EvalRun:
                 entry = None
                 if wait <= 0:
                     entry = self._takeable(endpoint)
-                if entry is not None:
+                if entry is not None and self._unpriced(entry):
+                    unpriced, entry = entry, None
+                elif entry is not None:
                     self.pending.remove(entry)
+                    if self.admission is not None:
+                        self.admission.start(entry.job.key, entry.job.item)
                     delay = self._start_slot()
                     epoch = self.pool.started(endpoint)  # counted now: the limit holds
                 else:  # suspended after a fault: another endpoint may take the job
                     self.changed.notify_all()
+            if unpriced is not None:
+                await self._price(unpriced)
+                continue
             if entry is None:
                 await asyncio.sleep(min(wait, 0.5))
                 continue
@@ -232,8 +230,35 @@ class EvalRun:
                     await asyncio.sleep(delay)
                 except BaseException:
                     self.pool.abandoned(endpoint)
+                    self._release(entry.job)
                     raise
             await self._attempt(endpoint, entry, epoch)
+
+    # --- admission by measured cost (`eval.cost.Admission`) ---
+
+    def _unpriced(self, entry: Pending) -> bool:
+        return self.admission is not None and self.admission.costs.known(entry.job.item) is None
+
+    def _startable(self, endpoint: Endpoint) -> bool:
+        """A queued job this endpoint may take, unpriced or within the CPU budget (a job the
+        budget holds back notes the cap on the progress line)."""
+        entry = self._takeable(endpoint)
+        if entry is None:
+            return False
+        if self.admission is None or self.admission.allows(entry.job.item) is not False:
+            return True
+        self.progress.admission = self.admission.budget.message()
+        return False
+
+    async def _price(self, entry: Pending) -> None:
+        assert self.admission is not None
+        await self.admission.price(entry.job.item)
+        async with self.changed:
+            self.changed.notify_all()
+
+    def _release(self, job: EvalJob) -> None:
+        if self.admission is not None:
+            self.admission.budget.finish(job.key)
 
     def _takeable(self, endpoint: Endpoint) -> Pending | None:
         """The first queued job this endpoint may run: not one that faulted here, unless
@@ -273,6 +298,7 @@ class EvalRun:
         job, attempt, errors = entry.job, entry.attempt, entry.errors
         bundle_dir = self.output_dir / job.key
         self.progress.running += 1
+        self.progress.max_running = max(self.progress.max_running, self.progress.running)
         options = endpoint.options(self.options)
         if endpoint.model is not None and options.model is None:
             options = dataclasses.replace(options, model=endpoint.model)
@@ -284,6 +310,7 @@ class EvalRun:
             raise
         finally:
             self.progress.running -= 1
+            self._release(job)  # its cost leaves the load before anyone is woken
         if outcome.capacity:  # held back, not failed: it runs when a session is free
             self.pool.refused(endpoint, outcome.error)
             async with self.changed:
@@ -331,6 +358,8 @@ class EvalRun:
         record = await asyncio.to_thread(self._load, job)
         if record is not None and not record.result.get("ok"):
             self.progress.failed += 1
+        if record is not None and self.admission is not None:
+            self.admission.ended(job.item, on_time=record.result.get("timing_valid") is True)
         async with self.changed:
             self.outstanding -= 1
             self.changed.notify_all()
@@ -369,33 +398,3 @@ class EvalRun:
         if row.get("latency_p50_ms") is not None:
             self.progress.latencies_ms.append(float(row["latency_p50_ms"]))
         return record
-
-
-def settings_record(settings: EvalSettings, options: RunOptions) -> dict[str, Any]:
-    """`eval.json`: how the eval was run (no secrets: the API key and reference voice left out)."""
-    shown = {
-        f.name: getattr(options, f.name)
-        for f in dataclasses.fields(options)
-        if f.name not in ("api_key", "ref_audio", "config", "output_dir")
-        and f.name not in ("plan_cache", "plan_cache_dir")  # how, not what: results alike
-        and f.name not in DEVICE_FIELDS  # an eval streams files: live's options do not apply
-        and not f.name.startswith("input_")
-    }
-    shown["ref_audio"] = "<set>" if options.ref_audio else None
-    # What the items run with, not how it was said: `auto` and "the input's default" resolved.
-    shown["preset"] = options.preset_name()
-    if options.frame_max_side is None:
-        shown["frame_max_side"] = FILE_FRAME_MAX_SIDE
-    if options.jpeg_quality is None:
-        shown["jpeg_quality"] = FILE_JPEG_QUALITY
-    return {"settings": dataclasses.asdict(settings), "options": _jsonable(shown)}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)

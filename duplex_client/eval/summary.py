@@ -26,6 +26,7 @@ from duplex_client.analysis.pooling import (
     percentiles,
     turn_values,
 )
+from duplex_client.analysis.timing import TimingVerdict, timing_verdict
 from duplex_client.bundle.eval_layout import SUMMARY_COLUMNS, SUMMARY_FILES
 from duplex_client.bundle.layout import BundleLayout
 from duplex_client.bundle.reader import read_json
@@ -154,8 +155,10 @@ def _lateness_p99(result: Mapping[str, Any]) -> float | None:
     return number(lateness.get("p99")) if isinstance(lateness, dict) else None
 
 
-def timing_valid(record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS) -> bool | None:
-    """Whether the run's latencies measure the model: sent on time and not drifting.
+def timing_verdict_of(
+    record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS
+) -> TimingVerdict:
+    """The run's timing verdict at `max_lateness_ms` (`analysis.timing`), and why not.
 
     None when nothing was paced in real time (`timing` not `realtime`) or nothing was
     measured (no send lateness: the run failed before streaming). Otherwise valid when the
@@ -163,11 +166,14 @@ def timing_valid(record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS
     `input_timeline.json`) leaves the lateness p99 alone to decide.
     """
     max_lateness_ms = _check_threshold(max_lateness_ms)
-    p99 = _lateness_p99(record.result)
-    if record.result.get("timing", "realtime") != "realtime" or p99 is None:
-        return None
-    drift_ok = record.drift_ms is None or abs(record.drift_ms) <= max_lateness_ms
-    return p99 <= max_lateness_ms and drift_ok
+    if record.result.get("timing", "realtime") != "realtime":
+        return TimingVerdict(None)
+    return timing_verdict(_lateness_p99(record.result), record.drift_ms, max_lateness_ms)
+
+
+def timing_valid(record: ItemRecord, max_lateness_ms: float = TIMING_LATENESS_MS) -> bool | None:
+    """Whether the run's latencies measure the model: sent on time and not drifting."""
+    return timing_verdict_of(record, max_lateness_ms).valid
 
 
 def _metric(metrics: Mapping[str, Any], name: str, stat: str) -> float | None:
@@ -195,6 +201,7 @@ def summary_row(
     res = record.result
     metrics: dict[str, Any] = res["metrics"] if isinstance(res.get("metrics"), dict) else {}
     turns = res.get("turns")
+    verdict = timing_verdict_of(record, max_lateness_ms)
     n_turns = metrics.get("turns")
     if n_turns is None and isinstance(turns, list):
         n_turns = len(turns)
@@ -211,7 +218,8 @@ def summary_row(
         "duration_s": res.get("duration_s"),
         "attempts": record.attempts,
         "timing": res.get("timing"),
-        "timing_valid": timing_valid(record, max_lateness_ms),
+        "timing_valid": verdict.valid,
+        "timing_reason": verdict.reason,
         "lateness_p99_ms": _lateness_p99(res),
         "drift_ms": record.drift_ms,
         "turns": n_turns,
@@ -249,9 +257,15 @@ class EvalSummary:
     """The summary of an eval: its rows (in the given order), the aggregate and the files."""
 
     def __init__(
-        self, records: Sequence[ItemRecord], *, max_lateness_ms: float = TIMING_LATENESS_MS
+        self,
+        records: Sequence[ItemRecord],
+        *,
+        max_lateness_ms: float = TIMING_LATENESS_MS,
+        admission: Mapping[str, Any] | None = None,
     ) -> None:
         self.max_lateness_ms = _check_threshold(max_lateness_ms)
+        #: How many items ran at once and why (`eval.budget`; None: not known, a reopened eval).
+        self.admission = None if admission is None else dict(admission)
         self.records = tuple(records)
         self._rows = [summary_row(r, max_lateness_ms=self.max_lateness_ms) for r in self.records]
 
@@ -279,8 +293,14 @@ class EvalSummary:
             "pooled_items": len(measured),
             **{name: _distribution(values) for name, values in pooled.items()},
             **fdb,
+            "timing_invalid_items": [
+                {"id": r.label, "reason": row["timing_reason"]}
+                for r, row in zip(self.records, self._rows, strict=True)
+                if row["timing_valid"] is False
+            ][:FAILURE_IDS],
             "failures": self._failures(),
             "endpoints": self._endpoints(),
+            **({"admission": self.admission} if self.admission is not None else {}),
         }
 
     def _failures(self) -> list[dict[str, Any]]:

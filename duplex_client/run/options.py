@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from duplex_client.analysis.annotations import SpeechSegment
+from duplex_client.analysis.pooling import TIMING_LATENESS_MS
 from duplex_client.client.resume import ReconnectPolicy
 from duplex_client.families import LIVE_PRESET_CHOICES, auto_preset, preset_family
 from duplex_client.protocol.capabilities import DEFAULT_CHUNK_PERIOD_MS, DEFAULT_FIRST_UNIT_MS
@@ -85,11 +86,13 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "settle_s": (0.0, MAX_SECONDS),
     "handshake_timeout_s": (0.0, MAX_SECONDS),
     "duration_s": (0.0, MAX_SECONDS),
+    "max_lateness_ms": (0.0, MAX_SECONDS * 1000),
 }
 _INTEGERS = frozenset({"frame_max_side", "stack_frames", "jpeg_quality", "chunk_ms"})
 _INTEGERS |= {"reconnect_attempts", "jitter_ms"}
 #: Options that must be above their low bound, not equal to it ("must be positive").
 _OPEN_LOW = frozenset({"video_fps", "timeout_s", "handshake_timeout_s", "duration_s"})
+_OPEN_LOW |= {"max_lateness_ms"}
 #: Integer options whose low bound 1 reads "must be positive".
 _POSITIVE = frozenset({"chunk_ms"})
 #: Why a bound is what it is, for the message.
@@ -98,6 +101,7 @@ _WHY = {
 }
 _UNITS = {"tail_silence_s": " s", "timeout_s": " s", "settle_s": " s", "duration_s": " s"}
 _UNITS |= {"handshake_timeout_s": " s", "chunk_ms": " ms", "jitter_ms": " ms"}
+_UNITS |= {"max_lateness_ms": " ms"}
 
 
 class RunFailed(DuplexClientError):
@@ -218,6 +222,9 @@ class RunOptions:
     #: Bounds the whole connection: TCP connect, TLS, WebSocket upgrade and session.created.
     handshake_timeout_s: float = 30.0
     reconnect: bool = True
+    #: Send lateness p99 (or end drift) above this makes the run timing-invalid: it warns
+    #: once while streaming and `result.json` says `timing_valid: false` and why.
+    max_lateness_ms: float = TIMING_LATENESS_MS
     reconnect_attempts: int = DEFAULT_RECONNECT_ATTEMPTS
     #: The wire the endpoint speaks: `duplex` (ours), `openai`, `gpt-live`, or `auto`: as
     #: the endpoint shows it before the run (`duplex` when it shows none; docs/dialects.md).

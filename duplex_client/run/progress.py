@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,11 +62,15 @@ class RunProgress:
     latency_max_ms: float | None = None
     interruptions: int = 0
     keys: str = ""
+    #: Told each new warning as it is noted (an eval shows its items' lost timing live).
+    listener: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def warn(self, message: str) -> None:
         """Note a one-line warning for the display (and the result), once."""
         if message not in self.warnings:
             self.warnings.append(message)
+            if self.listener is not None:
+                self.listener(message)
 
 
 #: The old name of a live run's progress (one progress for every way in now).

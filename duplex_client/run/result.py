@@ -36,6 +36,7 @@ __all__ = [
     "RunProgress",
     "RunResult",
     "judge",
+    "judge_timing",
     "record_listening",
     "record_session",
     "session_handles",
@@ -111,6 +112,10 @@ class RunResult:
     counts: dict[str, Any] = field(default_factory=dict)
     latencies_ms: dict[str, float | None] = field(default_factory=dict)
     lateness_ms: dict[str, float] | None = None
+    #: Whether the sends kept to the media clock (`analysis.timing`; None: nothing to judge,
+    #: not paced in real time, or a live input), and why not.
+    timing_valid: bool | None = None
+    timing_reason: str | None = None
     timeline: dict[str, Any] | None = None
     #: `realtime` (times are media time, the listener is measured) or `not_realtime`.
     timing: str = "realtime"
@@ -230,6 +235,8 @@ class RunResult:
             "decisions": self.decisions,
             "counts": self.counts,
             "lateness_ms": self.lateness_ms,
+            "timing_valid": self.timing_valid,
+            "timing_reason": self.timing_reason,
             "transcript": self.transcript,
             **({"function_calls": self.function_calls} if self.function_calls else {}),
             **self._listening_dict(),
@@ -313,6 +320,17 @@ def record_session(
     }
     result.timeline = timeline.to_dict()
     return handles
+
+
+def judge_timing(result: RunResult, timeline: InputTimeline, limit_ms: float) -> None:
+    """Set `timing_valid` and `timing_reason` from the sends' lateness p99 and end drift."""
+    from duplex_client.analysis.timing import timing_verdict
+
+    if result.lateness_ms is None:  # not paced in real time, or nothing was sent
+        return
+    last = timeline.appends[-1] if timeline.appends else {}
+    verdict = timing_verdict(result.lateness_ms.get("p99"), last.get("lateness_ms"), limit_ms)
+    result.timing_valid, result.timing_reason = verdict.valid, verdict.reason
 
 
 def judge(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from duplex_client.analysis.annotations import SpeechSegment
+from duplex_client.analysis.timing import TimingWatch
 from duplex_client.bundle.payloads import PayloadKeeper
 from duplex_client.bundle.thumbnails import ThumbnailWriter
 from duplex_client.bundle.writer import RunBundle
@@ -44,6 +45,7 @@ from duplex_client.run.result import (
     EXIT_USAGE,
     RunResult,
     judge,
+    judge_timing,
     record_listening,
     record_session,
     stop_status,
@@ -53,6 +55,10 @@ from duplex_client.run.sources.files import plan_cache
 from duplex_client.run.tools import function_call_turns, install_answers, merge_turns
 from duplex_client.run.watch import LiveFigures, SessionActivity, finish_stream, settle_turn
 from duplex_client.usage import UsageError
+
+#: The inputs whose send lateness measures the client's pacing (a live device's blocks are
+#: late by their capture, which says nothing of the pacing).
+PACED_INPUTS = frozenset({"files", "given"})
 
 
 async def run_session(
@@ -218,6 +224,8 @@ class SessionRun:
         self.commit_at: float | None = None
         self.keeper = PayloadKeeper(bundle.dir) if options.keep_payloads else None
         self.thumbnails = ThumbnailWriter(bundle.dir) if options.thumbnails else None
+        paced = options.realtime and source.inputs in PACED_INPUTS
+        self.timing = TimingWatch(options.max_lateness_ms) if paced else None
 
     async def run(self) -> RunResult:
         """Run the session and always write `result.json` (a refusal is raised after it)."""
@@ -331,6 +339,10 @@ class SessionRun:
             self.keeper.record(append)
         if self.thumbnails is not None:
             self.thumbnails.record(append)  # queued: decoded and written in its worker
+        if self.timing is not None:
+            lost = self.timing.check(self.timeline.lateness, append.media_end_ms)
+            if lost is not None:  # once per stream: the display (an eval's log), the result
+                self.progress.warn(lost)
 
     async def _finish_turn(self, sr: StreamResult) -> None:
         """Wait for the commit, the post-commit decision when one is due, and drain responses.
@@ -425,6 +437,8 @@ class SessionRun:
         client = self.client
         record_session(result, client, self.timeline, self.bundle, started)
         self.source.complete(result)
+        if self.timing is not None:
+            judge_timing(result, self.timeline, self.options.max_lateness_ms)
         judge(
             result,
             client,

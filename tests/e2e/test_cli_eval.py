@@ -165,6 +165,8 @@ def test_bad_eval_options_are_usage_errors(media: Path, tmp_path: Path) -> None:
         (["--concurrency", "0"], "--concurrency"),
         (["--export", "fdb"], "--export"),
         (["--chunk-ms", "0"], "--chunk-ms"),
+        (["--cpu-budget", "0"], "--cpu-budget must be a share of the cores in (0, 1], got 0.0"),
+        (["--cpu-budget", "1.5"], "--cpu-budget"),
     ]:
         done = eval_cli(str(media), "--output-dir", str(out), *args)
         assert done.returncode == 2, done.stderr

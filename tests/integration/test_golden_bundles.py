@@ -39,6 +39,7 @@ ADDED_FIELDS: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {
         (("counts",), ("appends_written", "audio_ms_written", "appends_acknowledged")),
         (("counts",), ("reconnects_failed",)),
         ((), ("dialect",)),  # issue 33: the wire the endpoint spoke
+        ((), ("timing_valid", "timing_reason")),  # issue 31: whether timing was kept, why not
     ],
     "session.json": [((), ("dialect",))],
 }

@@ -220,3 +220,28 @@ def test_clip_kind_clip_and_floors(tmp_path: Path) -> None:
     floors = kinds.ffmpeg_floors(path, kinds.video_seconds(path), passes=1)
     assert floors["every_ms_per_s"] > 0 and floors["startup_ms"] > 0
     assert floors["exact_ms_per_s"] >= 0
+
+
+def test_eval_admission_modes_parse_and_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import _eval_modes as modes
+
+    monkeypatch.delenv(modes.MODE_ENV, raising=False)
+    assert modes.mode() is None
+    monkeypatch.setenv(modes.MODE_ENV, "audio256")
+    assert modes.mode() == "audio256"
+    monkeypatch.setenv(modes.MODE_ENV, "video")
+    with pytest.raises(SystemExit, match="must be one of video720, audio256"):
+        modes.mode()
+    monkeypatch.setenv(modes.BUDGET_ENV, "0")
+    with pytest.raises(SystemExit, match=modes.BUDGET_ENV):
+        modes.budget_s()
+    admission = {"cores": 2, "cpu_budget": 0.8, "max_running": 12, "message": None}
+    good = {"wall_s": 50.0, "cpu_s": 64.0, "timing_valid": 32, "timing_invalid": 0}
+    good |= {"failed": 0, "errors": [], "late_p99_max": 9.0, "admission": admission}
+    assert modes.need_s(good) == 40.0
+    assert "MET (wall 1.25 x" in modes.verdict("video720", 32, 20, good)
+    slow = {**good, "wall_s": 60.0, "timing_valid": 30, "timing_invalid": 2}
+    line = modes.verdict("video720", 32, 20, slow)
+    assert "MISSED: 2 item(s) not timing-valid; wall 1.50 x" in line
+    audio = {**good, "wall_s": 85.0, "timing_valid": 256}
+    assert "MET (94.1% of the ideal)" in modes.verdict("audio256", 256, 10, audio)

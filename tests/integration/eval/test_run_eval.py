@@ -77,6 +77,8 @@ async def test_bad_eval_options_raise_before_anything_runs(tmp_path: Path) -> No
         await run_eval_async(items, output_dir=out, concurrency=0)
     with pytest.raises(UsageError, match="chunk_ms must be positive"):
         await run_eval_async(items, output_dir=out, chunk_ms=0)
+    with pytest.raises(UsageError, match=r"cpu_budget must be a share of the cores in \(0, 1\]"):
+        await run_eval_async(items, output_dir=out, cpu_budget=float("nan"))
     with pytest.raises(UsageError, match="tail_silence is not an option of run_eval"):
         await run_eval_async(items, output_dir=out, tail_silence=1)
     with pytest.raises(ItemSetError, match="duplicate item ids: a"):
