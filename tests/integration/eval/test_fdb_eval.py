@@ -18,6 +18,7 @@ from duplex_client.bundle.wavfile import read_wav_pcm16, write_wav
 from duplex_client.eval import run_eval
 from duplex_client.eval.api import EvalResult
 from duplex_client.server.config import speech_available
+from tests.support.eval_output import LENIENT_LATENESS_MS
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -68,9 +69,12 @@ def fdb_eval(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvalResult
     base = tmp_path_factory.mktemp("fdb_eval")
     script = base / "script.json"
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
+    # the exports are tested here, not the pacing: a loaded machine may send a run late enough
+    # to be judged timing-invalid (it was, once, on a loaded CI), so the bound is one any run meets
     result = run_eval(
         str(_tree(base / "v1_0")), output_dir=base / "eval", concurrency=2, export="fdb",
         server_engine="scripted", server_script=str(script), tail_silence_s=1.5,
+        max_lateness_ms=LENIENT_LATENESS_MS,
     )  # fmt: skip
     assert result.exit_code == 0, (result.error, result.rows)
     # the fdb_* columns are the layout's, not manifest columns that set nothing

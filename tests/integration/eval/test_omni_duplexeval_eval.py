@@ -20,6 +20,7 @@ from duplex_client.eval.omni_duplexeval import BATCH_FILES, read_omni_duplexeval
 from duplex_client.server import ReferenceServer
 from duplex_client.server.engine.script import Script
 from tests.support.benchmark_trees import VIDEO_S, omni_duplexeval_dataset
+from tests.support.eval_output import LENIENT_LATENESS_MS
 
 pytest.importorskip("pyarrow")
 pytestmark = pytest.mark.timeout(180)
@@ -47,13 +48,15 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvalResult
     dataset = omni_duplexeval_dataset(base / "Omni-DuplexEval")
     items = read_omni_duplexeval_items(dataset, cache=base / "cache")
 
+    # the exports are tested here, not the pacing: a loaded machine may send a run late enough
+    # to be judged timing-invalid (it was, once, on a loaded CI), so the bound is one any run meets
     async def go() -> EvalResult:
         from duplex_client.eval import run_eval_async
 
         async with ReferenceServer(engine="scripted", script=Script.from_dict(SCRIPT)) as server:
             return await run_eval_async(
                 items, output_dir=base / "eval", urls=[server.url], export="omni-duplexeval",
-                ref_audio=str(dataset / "media" / "q.wav"),
+                ref_audio=str(dataset / "media" / "q.wav"), max_lateness_ms=LENIENT_LATENESS_MS,
             )  # fmt: skip
 
     from duplex_client.client.sync import run_blocking
@@ -130,6 +133,7 @@ def test_batch_files_and_a_resume_without_duplicates(exported: tuple[Path, EvalR
     again = run_eval(
         items, output_dir=base / "eval", urls=["http://127.0.0.1:9"], export="omni-duplexeval",
         ref_audio=str(base / "Omni-DuplexEval" / "media" / "q.wav"),
+        max_lateness_ms=LENIENT_LATENESS_MS,
     )  # fmt: skip
     assert again.exit_code == 0 and again.total == 2
     assert [p.read_bytes() for p in files] == before

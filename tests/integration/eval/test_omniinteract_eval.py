@@ -22,6 +22,7 @@ from duplex_client.eval.omniinteract import BATCH_FILES, CASE_FILES
 from duplex_client.server import ReferenceServer
 from duplex_client.server.engine.script import Script
 from tests.support.benchmark_trees import VIDEO_S, omniinteract_tree
+from tests.support.eval_output import LENIENT_LATENESS_MS
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -50,6 +51,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvalResult
     tree = omniinteract_tree(base / "OmniInteract")
     out = base / "eval"
 
+    # the exports are tested here, not the pacing: a loaded machine may send a run late enough
+    # to be judged timing-invalid (it was, once, on a loaded CI), so the bound is one any run meets
     async def go() -> EvalResult:
         from duplex_client.eval import run_eval_async
 
@@ -57,6 +60,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, EvalResult
             first = await run_eval_async(
                 str(tree), output_dir=out, urls=[server.url], concurrency=2,
                 export="omniinteract", export_dir=base / "outputs" / "minicpmo",
+                max_lateness_ms=LENIENT_LATENESS_MS,
             )  # fmt: skip
             assert first.exit_code == 0, (first.error, first.rows)
             return first
@@ -131,7 +135,8 @@ def test_batch_files_and_a_resume_without_duplicates(exported: tuple[Path, EvalR
     wav = root / IDS[0] / "output.wav"
     before = wav.stat().st_mtime_ns
     again = run_eval(str(base / "OmniInteract"), output_dir=base / "eval", urls=["http://127.0.0.1:9"],
-                     export="omniinteract", export_dir=root)  # fmt: skip
+                     export="omniinteract", export_dir=root,
+                     max_lateness_ms=LENIENT_LATENESS_MS)  # fmt: skip
     assert again.exit_code == 0 and again.total == 2  # nothing ran: every item was finished
     assert wav.stat().st_mtime_ns == before  # .done: the case is kept as it is
     assert len((root / "official_eval_manifest.jsonl").read_text().splitlines()) == 2
