@@ -37,6 +37,11 @@ def _tree(root: Path) -> Path:
     return root
 
 
+#: The endpoints of the comparison, in order: their folders and the dialect each speaks.
+DIALECTS = {"endpoint-0": "duplex", "endpoint-1": "openai", "endpoint-2": "gpt-live"}
+FOLDERS = list(DIALECTS)
+
+
 def _wire_ms(bundle: Path) -> list[tuple[float, float]]:
     """Per turn: from the answer's start on the wire (`decided_ms`) to the listener hearing
     it, and what it heard. What the wire and its mapping add, not the real-time run's
@@ -45,56 +50,54 @@ def _wire_ms(bundle: Path) -> list[tuple[float, float]]:
     return [(t["heard_start_ms"] - t["decided_ms"], t["heard_ms"]) for t in turns]
 
 
-async def test_a_comparison_runs_every_item_on_both_wires_and_resumes(tmp_path: Path) -> None:
+async def test_a_comparison_runs_every_item_on_every_wire_and_resumes(tmp_path: Path) -> None:
     tree, out = _tree(tmp_path / "v1_0"), tmp_path / "eval"
     script = Script.from_dict(SCRIPT)
     async with (
         ReferenceServer(engine="scripted", script=script) as duplex,
         ReferenceServer(engine="scripted", script=script, dialect="openai") as openai,
+        ReferenceServer(engine="scripted", script=script, dialect="gpt-live") as live,
     ):
-        urls = [duplex.url, openai.url]
+        urls = [duplex.url, openai.url, live.url]
         result = await run_eval_async(
-            str(tree), output_dir=out, urls=urls, dialects=["duplex", "openai"], export="fdb",
+            str(tree), output_dir=out, urls=urls, dialects=list(DIALECTS.values()), export="fdb",
             tail_silence_s=0.6,
         )  # fmt: skip
         assert result.exit_code == 0, (result.error, result.rows)
-        assert result.total == 4 and len(result.rows) == 4
+        assert result.total == 6 and len(result.rows) == 6
         compare = json.loads((out / "compare.json").read_text())
         assert [(e["folder"], e["dialect"], e["items"], e["ok"]) for e in compare["endpoints"]] == [
-            ("endpoint-0", "duplex", 2, 2),
-            ("endpoint-1", "openai", 2, 2),
+            (folder, dialect, 2, 2) for folder, dialect in DIALECTS.items()
         ]
         for item in compare["items"]:
-            a, b = item["endpoints"]["endpoint-0"], item["endpoints"]["endpoint-1"]
-            assert a["turns"] == b["turns"] == 1, item
+            assert [item["endpoints"][f]["turns"] for f in FOLDERS] == [1, 1, 1], item
         for row in result.rows:  # each record says where and in which wire it ran
             folder = row["bundle"].split("/")[0]
-            assert row["dialect"] == {"endpoint-0": "duplex", "endpoint-1": "openai"}[folder]
+            assert row["dialect"] == DIALECTS[folder]
             side = json.loads((out / row["bundle"] / "eval_item.json").read_text())
             assert side["dialect"] == row["dialect"]
         for sample in SAMPLES:
             item = f"items/candor_turn_taking/{sample}"
             [(added_a, heard_a)] = _wire_ms(out / "endpoint-0" / item)
-            [(added_b, heard_b)] = _wire_ms(out / "endpoint-1" / item)
-            assert abs(added_a - added_b) <= FRAME_MS and heard_a == heard_b == 400
+            for folder in FOLDERS[1:]:
+                [(added_b, heard_b)] = _wire_ms(out / folder / item)
+                assert abs(added_a - added_b) <= FRAME_MS and heard_a == heard_b == 400, folder
         # each endpoint's folder is an eval of its own: its summary, its FDB export
-        for folder in ("endpoint-0", "endpoint-1"):
+        for folder in FOLDERS:
             rows = [json.loads(line) for line in (out / folder / "summary.jsonl").open()]
             assert sorted(r["bundle"] for r in rows) == [
                 f"items/candor_turn_taking/{s}" for s in SAMPLES
             ]
-        outputs = [
-            sorted((out / f / "fdb").rglob("output.wav")) for f in ("endpoint-0", "endpoint-1")
-        ]
-        assert [len(o) for o in outputs] == [2, 2]
-        assert [p.relative_to(out / "endpoint-0") for p in outputs[0]] == [
-            p.relative_to(out / "endpoint-1") for p in outputs[1]
-        ]
-        for pa, pb in zip(*outputs, strict=True):
-            (pcm_a, rate_a), (pcm_b, rate_b) = read_wav_pcm16(pa), read_wav_pcm16(pb)
-            assert (
-                rate_a == rate_b and abs(len(pcm_a) - len(pcm_b)) <= 2 * rate_a * FRAME_MS // 1000
-            )
+        outputs = {f: sorted((out / f / "fdb").rglob("output.wav")) for f in FOLDERS}
+        shapes = {f: [p.relative_to(out / f) for p in o] for f, o in outputs.items()}
+        assert len(shapes["endpoint-0"]) == 2 and all(
+            s == shapes["endpoint-0"] for s in shapes.values()
+        )
+        for folder in FOLDERS[1:]:
+            for pa, pb in zip(outputs["endpoint-0"], outputs[folder], strict=True):
+                (pcm_a, rate_a), (pcm_b, rate_b) = read_wav_pcm16(pa), read_wav_pcm16(pb)
+                assert rate_a == rate_b, folder
+                assert abs(len(pcm_a) - len(pcm_b)) <= 2 * rate_a * FRAME_MS // 1000, folder
 
         # an interrupted comparison: one item gone on the openai endpoint only
         gone = out / "endpoint-1" / "items" / "candor_turn_taking" / "2"
@@ -103,11 +106,11 @@ async def test_a_comparison_runs_every_item_on_both_wires_and_resumes(tmp_path: 
             (out / "endpoint-0" / "items/candor_turn_taking/2" / "result.json").stat().st_mtime_ns
         )
         again = await run_eval_async(
-            str(tree), output_dir=out, urls=urls, dialects=["duplex", "openai"],
+            str(tree), output_dir=out, urls=urls, dialects=list(DIALECTS.values()),
             tail_silence_s=0.6,
         )  # fmt: skip
     assert again.exit_code == 0, (again.error, again.rows)
-    assert (gone / "result.json").exists() and len(again.rows) == 4
+    assert (gone / "result.json").exists() and len(again.rows) == 6
     after = (out / "endpoint-0" / "items/candor_turn_taking/2" / "result.json").stat().st_mtime_ns
     assert after == kept  # what was finished was not run again
 
