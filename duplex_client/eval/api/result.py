@@ -47,7 +47,8 @@ class EvalResult:
 
         out = Path(output_dir)
         rows = read_summary_rows(out)
-        settings = (read_optional(out / EVAL_FILE) or {}).get("settings") or {}
+        recorded = read_optional(out / EVAL_FILE) or {}
+        settings = recorded.get("settings") or {}
         records, notes = [], []
         for row in rows:
             bundle = str(row.get("bundle") or "")
@@ -69,7 +70,11 @@ class EvalResult:
             except (ValueError, OSError) as exc:
                 notes.append(f"{bundle or row.get('id')}: not reopened ({exc})")
         lateness = settings.get("max_lateness_ms")
-        summary = EvalSummary(records, **({"max_lateness_ms": lateness} if lateness else {}))
+        summary = EvalSummary(
+            records,
+            **({"max_lateness_ms": lateness} if lateness else {}),
+            admission=recorded.get("admission"),
+        )
         agg = summary.aggregate()
         code = EXIT_FAILED if any(r.get("ok") is not True for r in rows) else EXIT_OK
         return cls(out, agg, list(summary.records), rows, code, notes=notes, total=len(rows))

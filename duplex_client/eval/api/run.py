@@ -172,6 +172,9 @@ async def run_eval_async(
                 f"({pool.down_reason()}): run the same command again to resume"
             )
         summary = await run.write_summary()
+        if summary.admission is not None:  # how many ran at once and why: reopened by `load`
+            record["admission"] = summary.admission
+            await asyncio.to_thread(write_json_atomic, out / EVAL_FILE, record)
         sides = [EndpointSide(e.index, e.shown, e.options(base).dialect) for e in pool.endpoints]
         again = sum(1 for r in summary.records if ItemOutcome.from_result(r.result).rerun)
         if again:
