@@ -229,6 +229,10 @@ def levels_mode() -> bool:
 def main() -> None:
     """The clip kinds table; the concurrency table and stall with `--levels` (both if quick)."""
     quick = quick_mode()
+    # what planning costs is measured, so no child may be served from the plan cache that an
+    # earlier run (or another benchmark) filled with the same clip (`DUPLEX_PLAN_CACHE=on` to
+    # measure warm runs)
+    os.environ.setdefault("DUPLEX_PLAN_CACHE", "off")
     print(f"machine: {machine()}")
     if stall_mode():
         run_stall(quick)
