@@ -23,6 +23,11 @@ from tests.support.scripted_server import Peer, ScriptedServer
 
 pytestmark = pytest.mark.slow
 RATE = 24000
+#: How long after an event's socket read the listener model may act on it. The two stamps are
+#: a few synchronous calls apart, but on a loaded CI machine (2 cores, three test workers, a
+#: browser) the process can be descheduled between them: 37 ms was seen once. Every case
+#: below tells its outcomes apart by hundreds of ms (queued or not, cut or not).
+HANDLED_WITHIN_MS = 60
 
 
 def tone(ms: int, hz: float = 440.0, rate: int = 16000, amplitude: float = 0.3) -> bytes:
@@ -128,11 +133,12 @@ async def test_a_beep_lands_in_heard_wav_where_the_listener_heard_it(tmp_path: P
     assert result.turns is not None
     turn = result.turns[0]
     # nothing was playing: the answer starts when its first delta arrived (media time), once
-    # the client decoded it (a few ms after the socket read on a loaded 2-core machine)
-    assert -1 <= turn.heard_start_ms - first_delta["media_ms"] <= 20  # type: ignore[operator]
+    # the client handled it
+    start = turn.heard_start_ms
+    assert start is not None and -1 <= start - first_delta["media_ms"] <= HANDLED_WITHIN_MS
     heard = read_wav_int16(run / "heard.wav")
-    expected = round((first_delta["media_ms"] + 300) * RATE / 1000)
-    found = onset(heard, after=round((first_delta["media_ms"] + 250) * RATE / 1000))
+    expected = round((start + 300) * RATE / 1000)
+    found = onset(heard, after=round((start + 250) * RATE / 1000))
     assert abs(found - expected) <= RATE // 50  # one 20 ms frame
     assert np.array_equal(result.heard, heard)
     mix = read_wav_int16(run / "conversation.wav")
@@ -217,7 +223,8 @@ async def test_a_second_response_is_queued_after_the_first(tmp_path: Path) -> No
     # the peer speaks when the append ending at 1000 ms arrives (later on a loaded machine);
     # nothing is playing, so a starts as its first audio arrives
     assert a.first_audio_ms is not None and 1000 <= a.first_audio_ms <= 1100
-    assert a.heard_start_ms is not None and -1 <= a.heard_start_ms - a.first_audio_ms <= 20
+    assert a.heard_start_ms is not None
+    assert -1 <= a.heard_start_ms - a.first_audio_ms <= HANDLED_WITHIN_MS
     assert b.first_audio_ms is not None and 1600 <= b.first_audio_ms <= 1700
     assert b.heard_start_ms == a.heard_end_ms  # queued: starts where the first ends
     assert a.heard_ms == a.received_ms == 2000 and b.heard_ms == 600 and not (a.cut or b.cut)
@@ -241,10 +248,11 @@ async def test_a_cleared_response_is_cut_where_the_server_clears_it(tmp_path: Pa
     a, b = result.turns or []
     clear_at = next(e["media_ms"] for e in events(run) if e["type"] == cleared["type"])
     assert a.cut == "output_audio_buffer.cleared"
-    # the listener acts on an event once the client decoded it: a few ms late on a loaded machine
-    assert a.heard_end_ms is not None and -1 <= a.heard_end_ms - clear_at <= 20
+    # the listener acts on an event once the client handled it
+    assert a.heard_end_ms is not None and -1 <= a.heard_end_ms - clear_at <= HANDLED_WITHIN_MS
     assert a.heard_ms < a.received_ms == 2000
-    assert b.heard_start_ms is not None and -1 <= b.heard_start_ms - b.first_audio_ms <= 20  # type: ignore[operator]
+    assert b.heard_start_ms is not None and b.first_audio_ms is not None
+    assert -1 <= b.heard_start_ms - b.first_audio_ms <= HANDLED_WITHIN_MS  # not queued behind a
     heard = read_wav_int16(run / "heard.wav")
     # heard.wav ends a's audio where the listener cut it (just after the clear event,
     # which is when the client saw it): silent from that sample on
@@ -287,8 +295,8 @@ async def test_a_barged_in_response_is_cut_at_the_clear_event(tmp_path: Path) ->
     )
     assert a.cut == "output_audio_buffer.cleared"
     assert a.heard_ms < a.received_ms
-    # the listener acts on an event once the client decoded it: a few ms late on a loaded machine
-    assert a.heard_end_ms is not None and -1 <= a.heard_end_ms - clear_at <= 20
+    # the listener acts on an event once the client handled it
+    assert a.heard_end_ms is not None and -1 <= a.heard_end_ms - clear_at <= HANDLED_WITHIN_MS
     assert abs(a.heard_ms - (a.heard_end_ms - a.heard_start_ms)) <= 1  # type: ignore[operator]
     acks = [m for m in peer.of_type("playback.ack") if m["response_id"] == "resp_a"]
     assert acks[-1]["truncate"] is True and acks[-1]["played_ms"] == int(a.heard_ms)

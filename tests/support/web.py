@@ -195,6 +195,23 @@ def aligned_correlation(got: Any, ref: Any) -> tuple[float, int]:
     return (float(np.dot(window, x)) / denom if denom else 0.0), offset
 
 
+def blockwise_correlation(got: Any, ref: Any, block: int) -> list[float]:
+    """`aligned_correlation` of each audible `block`-sample piece of `got`, aligned on its own.
+
+    A piece's offset is found afresh, so a glitch of the capture (a loaded machine's fake
+    microphone skips ahead) costs the one piece it falls in, while a wrong rate, byte order or
+    channel mix spoils every piece. Pieces quieter than a twentieth of `ref`'s RMS are left out.
+    """
+    x = np.asarray(got, dtype=np.float64)
+    floor = 0.05 * float(np.sqrt(np.mean(np.square(np.asarray(ref, dtype=np.float64)))))
+    pieces = (x[i : i + block] for i in range(0, len(x) - block + 1, block))
+    return [
+        aligned_correlation(piece, ref)[0]
+        for piece in pieces
+        if float(np.sqrt(np.mean(np.square(piece)))) >= floor
+    ]
+
+
 def wait_until(pred: Callable[[], object], timeout_s: float = 20.0, what: str = "") -> None:
     """Poll `pred` (every 50 ms) until it is true (bounded)."""
     import time

@@ -27,7 +27,7 @@ from tests.integration.web.conftest import reference
 from tests.support.media_files import best_correlation
 from tests.support.web import (
     LoopThread,
-    aligned_correlation,
+    blockwise_correlation,
     chromium_with,
     fake_device_args,
     open_web,
@@ -86,8 +86,11 @@ def test_the_server_gets_the_microphone_faithfully_and_frames_on_the_unit_grid(
     captured = b"".join(p for p, r in zip(received, audio_rows, strict=True) if not r["fallback"])
     got = np.frombuffer(captured, "<i2").astype(np.float64) / 32768
     assert len(got) >= 2 * RATE_IN  # about three seconds before mute
-    corr, _ = aligned_correlation(got, question)
-    assert corr >= 0.9, corr
+    # each half second is the file's audio: Chromium's fake microphone can skip ahead when the
+    # machine is loaded (one CI run's whole-capture correlation fell to 0.67), which costs the
+    # piece it falls in; a wrong rate, byte order or mix would spoil every piece
+    pieces = blockwise_correlation(got, question, RATE_IN // 2)
+    assert len(pieces) >= 4 and sum(c >= 0.9 for c in pieces) >= 0.75 * len(pieces), pieces
     # nothing lost or added: the server's media time is what the page captured, within a unit
     assert stats["captureRate"] == RATE_IN  # the browser resamples: nothing here does
     page_ms = stats["samplesSent"] * 1000 / RATE_IN
