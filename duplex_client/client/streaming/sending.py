@@ -70,8 +70,8 @@ async def _send_planned(
     end_ms: int,
 ) -> tuple[list[str], int]:
     """Send every planned append at its release time; the event ids and the last media end."""
-    if prefetch.inline and timeline is None and on_sent is None:
-        return await _send_inline(prefetch, target, clock, sleep, end_ms)
+    if prefetch.inline:
+        return await _send_inline(prefetch, target, clock, timeline, on_sent, sleep, end_ms)
     ids: list[str] = []
     while (due := await prefetch.next_end()) is not None:
         # Planned ahead (frame decoding and encoding happen there, not after the wait); a
@@ -92,14 +92,16 @@ async def _send_inline(
     prefetch: PlanPrefetcher,
     target: StreamTarget,
     clock: MediaClock,
+    timeline: InputTimeline | None,
+    on_sent: Callable[[PlannedAppend], None] | None,
     sleep: Callable[[float], Awaitable[None]],
     end_ms: int,
 ) -> tuple[list[str], int]:
-    """`_send_planned` for appends planned on the loop, with no record and no `on_sent`.
+    """`_send_planned` for appends planned on the loop's thread: the same releases and records.
 
-    The same releases, the same waits: the deadline arithmetic is `MediaClock.wait_s`'s, read
-    once per stream (pacing and anchor do not change while it sends), and the plan is read
-    without awaiting. Per append this saves a dozen Python calls of the general loop.
+    The deadline arithmetic is `MediaClock.wait_s`'s with the pacing and anchor read once (they
+    do not change while a stream sends), and the plan is read without awaiting: a dozen
+    Python calls fewer per append than the general loop.
     """
     ids: list[str] = []
     realtime = clock.realtime
@@ -113,6 +115,9 @@ async def _send_inline(
         append = prefetch.take_now()
         if realtime and append.media_end_ms > head.media_end_ms:  # relabelled meanwhile
             await _sleep_until(clock, append.media_end_ms, sleep)
-        ids.append(await append_planned(target, append))
+        if timeline is None and on_sent is None:
+            ids.append(await append_planned(target, append))
+        else:
+            ids.append(await send_append(target, append, clock, timeline, on_sent))
         end_ms = append.media_end_ms
     return ids, end_ms
