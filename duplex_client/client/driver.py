@@ -94,7 +94,9 @@ class Driver:
             elif isinstance(effect, Send):
                 sends.append(effect)
             elif isinstance(effect, ScheduleAck):
-                self._spawn(self._ack_soon(), "duplex-ack")
+                # two loop passes from now, when a task's `sleep(0)` would have resumed (every
+                # event already buffered is read first); a task only if the write must wait
+                asyncio.get_running_loop().call_soon(self._ack_next_pass)
             elif isinstance(effect, SchedulePlaybackAcks):
                 self._spawn(self._playback_acks_soon(), "duplex-playback-ack")
             elif isinstance(effect, ScheduleHeartbeat):
@@ -209,11 +211,13 @@ class Driver:
 
     # --- timers and background writes ---
 
-    async def _ack_soon(self) -> None:
-        await asyncio.sleep(0)  # coalesce every event already buffered
+    def _ack_next_pass(self) -> None:
+        asyncio.get_running_loop().call_soon(self._ack_now)
+
+    def _ack_now(self) -> None:
         send = self._conn.ack()
         if send is not None:
-            await self._write(send)
+            self._write_later((send,))
 
     async def _playback_acks_soon(self) -> None:
         await asyncio.sleep(0)  # one pass for every response.done already buffered
@@ -226,8 +230,12 @@ class Driver:
             await self._write(send)
 
     def _write_later(self, sends: Iterable[Send]) -> None:
+        """Write each send at once if the socket takes it without waiting, else from a task."""
+        writing = False  # once one waits, the rest queue behind it in order
         for send in sends:
-            self._spawn(self._write(send), "duplex-write")
+            if writing or not self._link.write_now(send):
+                writing = True
+                self._spawn(self._write(send), "duplex-write")
 
     async def _write(self, send: Send) -> None:
         try:

@@ -78,6 +78,10 @@ class Link:
         self._conn = connection
         self.ledger = ledger or InputLedger()
         self._lock = asyncio.Lock()
+        #: Writers holding or waiting for the lock: a frame may skip it only when there are none.
+        self._queued = 0
+        #: The socket's synchronous write (`WebSocketTransport.send_now`), if it has one.
+        self._send_now: Callable[[bytes], bool] | None = None
         self._changed = asyncio.Event()
         self._state = connection.state
 
@@ -89,6 +93,8 @@ class Link:
     def attach(self, transport: Transport) -> None:
         """A new socket (after the handshake, or one that resumed the session)."""
         self.transport = transport
+        at_once = getattr(transport, "writes_at_once", False)
+        self._send_now = getattr(transport, "send_now", None) if at_once else None
         self.sync()
 
     def sync(self) -> None:
@@ -114,6 +120,28 @@ class Link:
         while self._conn.state is not State.CLOSED:
             await self._changed.wait()
 
+    def write_now(self, send: Send) -> bool:
+        """Finish an input's write without waiting, if it can be: False leaves it to `transmit`.
+
+        True when the input was written to the socket at once (nothing else waits to write,
+        the socket takes it) or is queued for the resume; the order of writes is kept.
+        """
+        entry, conn, send_now = send.entry, self._conn, self._send_now
+        if entry is None:  # not kept for resending (a session without resume)
+            return (
+                not self._queued and conn.writable and send_now is not None and send_now(send.data)
+            )
+        if send.hold:
+            return False
+        self.ledger.kept(entry.event_id)
+        if not conn.must_write(entry):
+            return True  # queued: it goes out right after the resume (or went already)
+        if self._queued or send_now is None or not send_now(send.data):
+            return False
+        conn.wrote(entry, conn.attachment.number)
+        self.ledger.written(entry.event_id)
+        return True
+
     async def transmit(self, send: Send) -> None:
         """Write one frame as the connection decided; `DuplexSessionClosedError` if it cannot."""
         if send.entry is not None:
@@ -127,18 +155,22 @@ class Link:
             await self.wait_writable()
         if not self._conn.must_write(entry):
             return  # queued: it goes out right after the resume (or went already)
-        async with self._lock:
-            transport = self.transport
-            if transport is None or not self._conn.must_write(entry):
-                return
-            attachment = self._conn.attachment.number
-            try:
-                await transport.send(send.data)
-            except TransportClosed:
-                self._failed(attachment)
-                return  # the reader resumes; the entry goes out then
-            self._conn.wrote(entry, attachment)
-            self.ledger.written(entry.event_id)
+        self._queued += 1
+        try:
+            async with self._lock:
+                transport = self.transport
+                if transport is None or not self._conn.must_write(entry):
+                    return
+                attachment = self._conn.attachment.number
+                try:
+                    await transport.send(send.data)
+                except TransportClosed:
+                    self._failed(attachment)
+                    return  # the reader resumes; the entry goes out then
+                self._conn.wrote(entry, attachment)
+                self.ledger.written(entry.event_id)
+        finally:
+            self._queued -= 1
 
     async def _write_control(self, send: Send) -> None:
         """Send now, or once resumed; a frame that failed to leave is sent once more then."""
@@ -147,19 +179,23 @@ class Link:
                 if send.droppable:
                     return
                 await self.wait_writable()
-            async with self._lock:
-                transport = self.transport
-                assert transport is not None
-                attachment = self._conn.attachment.number
-                try:
-                    await transport.send(send.data)
-                    return
-                except TransportClosed as exc:
-                    self._failed(attachment)
-                    if send.droppable:
+            self._queued += 1
+            try:
+                async with self._lock:
+                    transport = self.transport
+                    assert transport is not None
+                    attachment = self._conn.attachment.number
+                    try:
+                        await transport.send(send.data)
                         return
-                    if not self._conn.resumable:
-                        raise DuplexSessionClosedError(f"connection lost ({exc})") from None
+                    except TransportClosed as exc:
+                        self._failed(attachment)
+                        if send.droppable:
+                            return
+                        if not self._conn.resumable:
+                            raise DuplexSessionClosedError(f"connection lost ({exc})") from None
+            finally:
+                self._queued -= 1
         raise DuplexSessionClosedError("connection lost again while sending")
 
     def _failed(self, attachment: int) -> None:
@@ -173,6 +209,15 @@ class Link:
         RESUMING (the reader notices and reconnects).
         """
         deliveries: list[Delivery] = []
+        self._queued += 1
+        try:
+            return await self._resend(clock, deliveries)
+        finally:
+            self._queued -= 1
+
+    async def _resend(
+        self, clock: Callable[[], float], deliveries: list[Delivery]
+    ) -> list[Delivery]:
         async with self._lock:
             transport = self.transport
             assert transport is not None

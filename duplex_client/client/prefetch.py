@@ -88,11 +88,30 @@ class PlanPrefetcher:
         head = await self._head()
         return None if head is None else head.media_end_ms
 
+    @property
+    def inline(self) -> bool:
+        """Whether appends are planned on the loop's thread (`head_now`/`take_now` apply)."""
+        return self._inline
+
+    def head_now(self) -> PlannedAppend | None:
+        """`inline` only: the next append, planned now if need be; None when the plan is done."""
+        follower = self._follower
+        if not follower.expected and not self._done:
+            follower.planned(self._step())
+            self._done = self._exhausted
+        head = follower.peek()
+        if head is None and self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return head
+
+    def take_now(self) -> PlannedAppend:
+        """`inline` only: `take` without awaiting (no worker ever holds a commit back)."""
+        return self._follower.take()
+
     async def _head(self) -> PlannedAppend | None:
         if self._inline:
-            if self._follower.expected == 0 and not self._done:
-                self._follower.planned(self._step())
-                self._done = self._exhausted
+            return self.head_now()
         else:
             self._start()
             while self._follower.expected == 0 and not self._done:

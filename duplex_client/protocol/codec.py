@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import os
 from typing import Any
 
 import orjson
@@ -66,9 +66,9 @@ def encode_image(frame: bytes | str) -> str:
 
 def new_client_event_id() -> str:
     """`evt_<32 hex>`: the id stamped on client events."""
-    return "evt_" + secrets.token_hex(16)
+    return "evt_" + os.urandom(16).hex()  # what `secrets.token_hex(16)` returns, in 2 calls
 
 
 def new_server_event_id() -> str:
     """`event_<32 hex>`: the id stamped on server events."""
-    return "event_" + secrets.token_hex(16)
+    return "event_" + os.urandom(16).hex()

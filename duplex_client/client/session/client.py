@@ -148,6 +148,9 @@ class DuplexClientBase(SessionState):
         (the connection counts and queues it before the first await).
         """
         send = self.connection.append(pcm, **fields)
+        if self._link.write_now(send):  # written (or queued for a resume) without waiting
+            assert send.event_id is not None
+            return send.event_id
         try:
             return await self._send(send)
         except DuplexSessionClosedError:  # never sent

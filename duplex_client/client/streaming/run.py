@@ -7,6 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from duplex_client.client.pacer import loop_pacer
 from duplex_client.client.prefetch import PlanPrefetcher
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.client.streaming.reconnects import attach_timeline
@@ -159,6 +160,8 @@ async def stream(
     # ahead; with an injected `sleep` (fake clocks in tests) it stays inline, as before, and
     # so it does for sources in memory, where a thread hop per append costs more than planning.
     inline = not PLAN_IN_WORKER or sleep is not asyncio.sleep or _in_memory(pcm, sampler)
+    if sleep is asyncio.sleep:  # the loop's one timer for every stream's deadlines
+        sleep = loop_pacer().sleep
     prefetch = PlanPrefetcher(plan, follower, inline=inline)
     if isinstance(target, _Unlistenable):
         target.add_listener(follower)

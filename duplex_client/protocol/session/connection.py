@@ -227,9 +227,8 @@ class ClientConnection(ConnectionState[H]):
         """`send` for an append, whose kind, id and positions are known (no dict lookups).
 
         The frame and the outbox entry are those `send_raw` makes; the tracker takes no note
-        of appends.
+        of appends. The caller (`append`) checked the state.
         """
-        self._check("send", *SENDING)
         data = dumps(event.to_dict())
         if not self.resumable:
             return Send(data, event.event_id, counted=counted)

@@ -92,16 +92,18 @@ def build_append(
 
     `encode` compands the PCM for a G.711 `audio_format` (required for those).
     """
-    frames = tuple(encode_image(f) for f in fields.get("video_frames", ()))
+    given = fields.get("video_frames")
+    frames = tuple(encode_image(f) for f in given) if given else ()
     is_speech = fields.get("is_speech")
     if not data and not frames:
         raise ValueError("an append needs audio, video frames or both")
-    if len(frames) > caps.max_frames_per_append:
-        raise ValueError(
-            f"{len(frames)} frames exceed max_frames_per_append={caps.max_frames_per_append}"
-        )
-    if any(not f for f in frames):
-        raise ValueError("video frames must be non-empty")
+    if frames:
+        if len(frames) > caps.max_frames_per_append:
+            raise ValueError(
+                f"{len(frames)} frames exceed max_frames_per_append={caps.max_frames_per_append}"
+            )
+        if any(not f for f in frames):
+            raise ValueError("video frames must be non-empty")
     samples = len(data) // width
     total = samples_before + samples
     return ce.InputAudioBufferAppend(
@@ -153,7 +155,8 @@ class InputCounter:
         self, pcm: PcmInput, caps: Capabilities, **fields: Unpack[AppendFields]
     ) -> tuple[ce.InputAudioBufferAppend, int]:
         """The next append (not counted yet) and its samples; `ValueError` for an illegal one."""
-        check_fields(fields)
+        if not fields.keys() <= AppendFields.__optional_keys__:
+            check_fields(fields)
         data = pcm_bytes(pcm, self.width)
         frames = fields.get("video_frames")
         if frames:
