@@ -25,9 +25,10 @@ pytestmark = pytest.mark.slow
 RATE = 24000
 #: How long after an event's socket read the listener model may act on it. The two stamps are
 #: a few synchronous calls apart, but on a loaded CI machine (2 cores, three test workers, a
-#: browser) the process can be descheduled between them: 37 ms was seen once. Every case
-#: below tells its outcomes apart by hundreds of ms (queued or not, cut or not).
-HANDLED_WITHIN_MS = 60
+#: browser) a full garbage collection of a process holding the media and model libraries, or
+#: being descheduled, falls between them now and then: 37 ms and over 60 ms were seen. Every
+#: case below tells its outcomes apart by over a second (queued or not, cut or not).
+HANDLED_WITHIN_MS = 150
 
 
 def tone(ms: int, hz: float = 440.0, rate: int = 16000, amplitude: float = 0.3) -> bytes:
@@ -258,7 +259,8 @@ async def test_a_cleared_response_is_cut_where_the_server_clears_it(tmp_path: Pa
     # which is when the client saw it): silent from that sample on
     cut = round(a.heard_end_ms * RATE / 1000)
     gap = heard[cut + 2 : round(b.heard_start_ms * RATE / 1000) - 2]
-    assert len(gap) > RATE // 10 and not np.any(gap)  # silence between the cut and b
+    # silence between the cut and b: 200 ms apart on the wire, less the cut's handling
+    assert len(gap) > RATE // 50 and not np.any(gap)
     # what we told the server is what heard.wav holds: a truncating ack, then nothing more
     acks = [m for m in peer.of_type("playback.ack") if m["response_id"] == "resp_a"]
     assert acks[-1]["truncate"] is True and acks[-1]["played_ms"] == int(a.heard_ms)
