@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from duplex_client.media.resample import Resampler
 
-#: How often the played positions are checked and acks considered.
+#: How often the played positions are checked and acks considered (while any is unsettled).
 TICK_S = 0.05
 
 
@@ -64,6 +64,9 @@ class PlaybackSync:
         #: Responses whose last delta said `end_of_turn` (a listen after it is the turn's end).
         self._turn_ended: set[str] = set()
         self._lock = asyncio.Lock()
+        #: Set when answer audio arrives: wakes `run` from its wait while every response is
+        #: settled (a wakeup of an idle loop costs more CPU than the tick's work).
+        self._audio_came = asyncio.Event()
 
     def attach(self) -> None:
         """Start receiving the client's events."""
@@ -128,6 +131,7 @@ class PlaybackSync:
         done = self._offsets.get(rid, 0)
         pcm = handle.audio_since(done)
         self._offsets[rid] = done + len(pcm)
+        self._audio_came.set()
         if pcm and handle.sample_rate_hz != self.player.rate:
             pcm = self._resampled(rid, handle.sample_rate_hz, pcm)
         if pcm and not self.player.enqueue(rid, pcm):
@@ -177,10 +181,18 @@ class PlaybackSync:
     # --- acks ---
 
     async def run(self) -> None:
-        """Check positions and send due acks until cancelled."""
+        """Check positions and send due acks until cancelled, every `TICK_S` while a response
+        is unsettled; with none (before the first answer, between answers) it waits for audio."""
         while True:
-            await self.tick()
+            if self._settled():
+                self._audio_came.clear()
+                await self._audio_came.wait()
             await asyncio.sleep(TICK_S)
+            await self.tick()
+
+    def _settled(self) -> bool:
+        """Whether every response that played has had its final ack (no tick has work)."""
+        return all(rid in self._final for rid in self._offsets)
 
     async def tick(self) -> None:
         """One pass: update played positions and send the acks that are due."""
