@@ -153,6 +153,28 @@ class ListenerModel:
     def _played(response: _Response, at: int) -> int:
         return sum(min(s.samples, max(0, at - s.start)) for s in response.segments)
 
+    def heard_by(self, response_id: str, samples: int) -> int | None:
+        """The track sample by which `samples` of the response will have been heard, on the
+        schedule as it stands (None: what it received so far does not reach that far)."""
+        self._schedule()
+        response = self._by_id.get(response_id)
+        left = samples
+        for s in response.segments if response is not None else ():
+            if left <= s.samples:
+                return s.start + left
+            left -= s.samples
+        return None
+
+    def release_of(self, response_id: str) -> int | None:
+        """The track sample at which the response drains (None: not ended or cut yet)."""
+        self._schedule()
+        response = self._by_id.get(response_id)
+        if response is None or response.release == _NEVER:
+            return None
+        if response.ended_at is None and response.cut_at is None:
+            return None
+        return int(response.release)
+
     def played_ms(self, response_id: str, media_ms: float) -> int:
         """Milliseconds of the response heard by `media_ms` (truncated)."""
         return self.played_samples(response_id, media_ms) * 1000 // self.rate

@@ -48,6 +48,18 @@ class VirtualPlayer:
         """Milliseconds of the response the listener has heard by now."""
         return self.model.played_ms(response_id, self._now_ms())
 
+    def ms_until(self, response_id: str, played_ms: int) -> float | None:
+        """Media ms from now until `played_ms` of the response will have been heard or it
+        drains, whichever comes first on the schedule as it stands (None: neither is
+        scheduled: more audio, its end or a cut has to come first)."""
+        model = self.model
+        need = -(-played_ms * self.rate // 1000)  # the first sample count `played_ms` reports
+        ats = [model.heard_by(response_id, need), model.release_of(response_id)]
+        due = [at for at in ats if at is not None]
+        if not due:
+            return None
+        return max(0.0, model.ms_at(min(due)) - self._now_ms())
+
     def in_flight(self, response_id: str) -> bool:
         """Whether some of the response is still to be heard."""
         return self.model.audible(response_id, self._now_ms())

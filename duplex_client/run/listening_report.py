@@ -49,6 +49,8 @@ class SentAudio:
         self.fmt = fmt
         self.end_sample = 0
         self._file = path.open("w+b")
+        #: Where the file's position is (a seek flushes its buffer: appends in order skip it).
+        self._at = 0
 
     @property
     def rate_hz(self) -> int:
@@ -61,8 +63,10 @@ class SentAudio:
             return
         width = self.fmt.sample_width
         start = append.media_start_ms * self.fmt.sample_rate_hz // 1000
-        self._file.seek(start * width)
+        if start * width != self._at:
+            self._file.seek(start * width)
         self._file.write(append.pcm)
+        self._at = start * width + len(append.pcm)
         self.end_sample = max(self.end_sample, start + len(append.pcm) // width)
 
     def read(self) -> npt.NDArray[np.int16]:
@@ -73,6 +77,7 @@ class SentAudio:
         self._file.flush()
         self._file.seek(0)
         data = self._file.read(self.end_sample * self.fmt.sample_width)
+        self._at = len(data)
         if not self.fmt.is_float:
             return np.frombuffer(data, dtype="<i2").copy()
         floats = np.nan_to_num(np.frombuffer(data, dtype="<f4"), nan=0.0, posinf=1.0, neginf=-1.0)

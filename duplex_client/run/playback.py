@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
     from duplex_client.media.resample import Resampler
 
-#: How often the played positions are checked and acks considered.
+#: How often the played positions are checked and acks considered (while any is unsettled).
 TICK_S = 0.05
+#: The longest wait between checks when the output says when the next ack falls due.
+LONGEST_WAIT_S = 1.0
 
 
 class PlaybackSync:
@@ -64,6 +66,9 @@ class PlaybackSync:
         #: Responses whose last delta said `end_of_turn` (a listen after it is the turn's end).
         self._turn_ended: set[str] = set()
         self._lock = asyncio.Lock()
+        #: Set when a response's audio first arrives, it ends or it is fenced: wakes `run`
+        #: from a wait (a wakeup of an idle loop costs more CPU than a tick's work).
+        self._changed = asyncio.Event()
 
     def attach(self) -> None:
         """Start receiving the client's events."""
@@ -115,6 +120,7 @@ class PlaybackSync:
         if tail and rid not in self._fenced_at:
             self.player.enqueue(rid, tail)
         self.player.end(rid)
+        self._changed.set()  # its drain is scheduled now
 
     def _superseded(self, rid: str) -> bool:
         active = self.client.tracker.active
@@ -125,6 +131,8 @@ class PlaybackSync:
         if handle is None or handle.fenced or rid in self._final or rid in self._fenced_at:
             self.dropped_deltas += 1
             return
+        if rid not in self._offsets:
+            self._changed.set()
         done = self._offsets.get(rid, 0)
         pcm = handle.audio_since(done)
         self._offsets[rid] = done + len(pcm)
@@ -154,6 +162,7 @@ class PlaybackSync:
         self.client.tracker.fence(rid)
         busy = self.player.clear(rid, by)
         self._fenced_at[rid] = self.clock()
+        self._changed.set()
         if busy:
             self.interruptions += 1
             self.cut_by[rid] = by
@@ -177,10 +186,45 @@ class PlaybackSync:
     # --- acks ---
 
     async def run(self) -> None:
-        """Check positions and send due acks until cancelled."""
+        """Check positions and send due acks until cancelled: every `TICK_S` while a response
+        is unsettled, or, when the output can say (`ms_until`, the listener model), when the
+        next ack falls due; with none unsettled it waits for answer audio."""
         while True:
+            if self._settled():
+                self._changed.clear()
+                await self._changed.wait()
+            wait = self._wait_s()
+            if wait > TICK_S:  # woken early by a new answer, an end or a fence
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), wait)
+            else:
+                await asyncio.sleep(TICK_S)
             await self.tick()
-            await asyncio.sleep(TICK_S)
+
+    def _settled(self) -> bool:
+        """Whether every response that played has had its final ack (no tick has work)."""
+        return all(rid in self._final for rid in self._offsets)
+
+    def _wait_s(self) -> float:
+        """Seconds until a check can have work: `TICK_S` unless the output says when each
+        unsettled response's next progress ack or drain is due."""
+        until = getattr(self.player, "ms_until", None)
+        if until is None:
+            return TICK_S
+        soonest = LONGEST_WAIT_S * 1000
+        for rid in self._offsets:
+            if rid in self._final:
+                continue
+            due = None if rid in self._fenced_at else until(rid, self._next_ack_ms(rid))
+            if due is None:  # its truncating ack, or audio yet to come: look every tick
+                return TICK_S
+            soonest = min(soonest, due)
+        return max(TICK_S, (soonest + 1) / 1000)  # 1 ms past: the position reads as due
+
+    def _next_ack_ms(self, rid: str) -> int:
+        """The played position at which the response's next progress ack is due."""
+        return self._acked.get(rid, 0) + self.ack_every_ms
 
     async def tick(self) -> None:
         """One pass: update played positions and send the acks that are due."""

@@ -12,7 +12,7 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.listener import ListenerModel
 from duplex_client.analysis.turns import ResponseFacts
 from duplex_client.bundle.wavfile import read_wav_int16
-from duplex_client.run.listening_report import ListeningReport
+from duplex_client.run.listening_report import ListeningReport, SentAudio
 
 RATE = 24000
 
@@ -63,3 +63,29 @@ def test_without_onnxruntime_user_speech_is_unknown_with_one_warning(
     (warning,) = report.warnings
     assert "duplex-client[vad]" in warning and "\n" not in warning
     assert (tmp_path / "heard.wav").exists()  # the heard track does not need VAD
+
+
+def test_sent_audio_places_each_append_at_its_media_start_in_order_or_not(
+    tmp_path: Path,
+) -> None:
+    from duplex_client.framing.plan import PlannedAppend
+
+    def append(start_ms: int, ms: int, value: int) -> PlannedAppend:
+        n = 16 * ms
+        return PlannedAppend(
+            segment="clip", pcm=np.full(n, value, dtype="<i2").tobytes(),
+            audio_start_samples=16 * start_ms, audio_end_samples=16 * start_ms + n,
+            duration_ms=ms, audio_end_ms=start_ms + ms, is_speech=None, frames=None,
+            unit_kind=None, unit_index=None, media_start_ms=start_ms, media_end_ms=start_ms + ms,
+        )  # fmt: skip
+
+    sent = SentAudio(tmp_path / "sent.pcm")
+    for start_ms, value in ((0, 1), (200, 2), (600, 4), (400, 3)):  # a gap, then filled late
+        sent.record(append(start_ms, 200, value))
+    sent.record(append(1000, 200, 6))  # after a gap left silent
+    got = sent.read()
+    want = np.repeat(np.array([1, 2, 3, 4, 0, 6], dtype=np.int16), 16 * 200)
+    assert np.array_equal(got, want)
+    sent.record(append(1200, 100, 7))  # recording on after a read
+    assert np.array_equal(sent.read()[-1600:], np.full(1600, 7, dtype=np.int16))
+    sent.discard()

@@ -3,6 +3,7 @@ late audio is dropped, ack-before-commit, echo gate. The speaker is stepped by h
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from duplex_client import SessionConfig, presets
@@ -237,3 +238,35 @@ async def test_a_mid_answer_listen_clears_the_answer_but_a_listen_after_its_end_
         await h.render(200)
         assert h.player.queued_ms("resp_2") == 800
         assert "resp_2" not in h.client.tracker.fenced
+
+
+async def test_the_ack_task_sleeps_until_answer_audio_and_after_the_final_ack() -> None:
+    async with (
+        ScriptedServer() as server,
+        Harness(server.url, config=presets.minicpmo_4_5(), turn="model") as h,
+    ):
+        await wait_for(lambda: h.session.sync is not None, what="the playback sync")
+        sync = h.session.sync
+        assert sync is not None
+        ticks = 0
+        tick = sync.tick
+
+        async def counted() -> None:
+            nonlocal ticks
+            ticks += 1
+            await tick()
+
+        sync.tick = counted  # type: ignore[method-assign]
+        # No answer yet: no tick at all (a load-slowed loop only makes fewer); before the
+        # change it ticked every 50 ms, 6 times here.
+        await asyncio.sleep(0.3)
+        assert ticks == 0
+        await respond(server.peer, "resp_1", 500)
+        await wait_for(lambda: h.player.queued_ms("resp_1") == 500, what="audio queued")
+        await h.render(500)
+        await wait_for(lambda: acks(server.peer, "resp_1"), what="the drain ack")
+        assert ticks >= 1 and acks(server.peer, "resp_1")[-1]["played_ms"] == 500
+        await asyncio.sleep(0.1)  # the tick that sent the final ack returns
+        settled = ticks
+        await asyncio.sleep(0.3)
+        assert ticks == settled  # every answer acked for good: asleep again

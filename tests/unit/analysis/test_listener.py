@@ -180,3 +180,19 @@ def test_invariants_hold_for_any_event_sequence(ops: list[tuple[str, str, int, i
         pieces = [s for s in segments if s.response_id == rid]
         offsets = [s.offset for s in pieces]
         assert offsets == sorted(offsets)  # a response's audio plays in order
+
+
+def test_heard_by_is_where_the_played_position_reaches_a_count_across_an_underrun() -> None:
+    m = ListenerModel(RATE)
+    m.arrive("a", 300, 1000)
+    m.arrive("a", 200, 1500)  # after an underrun of 200: a gap of silence
+    assert m.heard_by("a", 300) == 1300 and m.heard_by("a", 301) == 1501
+    assert m.heard_by("a", 500) == 1700 and m.heard_by("a", 501) is None
+    for count in (1, 150, 300, 301, 450, 500):
+        at = m.heard_by("a", count)
+        assert at is not None
+        assert m.played_samples("a", at) == count > m.played_samples("a", at - 1)
+    assert m.release_of("a") is None  # not ended: its drain is unknown
+    m.end("a", 1600)
+    assert m.release_of("a") == 1700
+    assert m.heard_by("b", 1) is None and m.release_of("b") is None

@@ -57,3 +57,27 @@ def test_before_the_stream_starts_audio_counts_from_media_zero() -> None:
     player = VirtualPlayer(MediaClock("realtime", now=now), sample_rate_hz=1000)
     assert player.enqueue("a", pcm(10) + b"\x01")  # a stray odd byte is not a sample
     assert player.spans()[0].heard_start_ms == 0 and player.spans()[0].received_ms == 10
+
+
+def test_ms_until_says_when_a_position_is_heard_or_the_response_drains() -> None:
+    now = FakeTime()
+    clock = MediaClock("realtime", now=now)
+    clock.start()
+    player = VirtualPlayer(clock, sample_rate_hz=1000)
+    assert player.ms_until("a", 250) is None  # nothing of it yet
+    player.enqueue("a", pcm(400))
+    now.t += 0.1
+    assert player.ms_until("a", 250) == 150  # queued at 0, heard from 0
+    assert player.ms_until("a", 600) is None  # not received that far, not ended: unknown
+    player.end("a")
+    assert player.ms_until("a", 600) == 300  # it drains at 400 first
+    now.t += 0.2
+    assert player.ms_until("a", 250) == 0  # already heard: due now
+    # a second answer queued behind the first starts where the first ends
+    player.enqueue("b", pcm(500))
+    assert player.ms_until("b", 250) == 350
+    # the schedule agrees with the positions it predicts
+    now.t += 0.35
+    assert player.played_ms("b") == 250
+    player.clear("b")
+    assert player.ms_until("b", 500) == 0 and player.drained("b")
