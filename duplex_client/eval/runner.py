@@ -146,6 +146,20 @@ class EvalRun:
 
     async def run(self) -> None:
         """Run every queued job (or until every endpoint is down)."""
+        if isinstance(self.executor, LocalExecutor) and self._at_once() > 1:
+            # items end in bursts: their reports are built where they hold up no session
+            from duplex_client.run.report_process import report_process
+
+            async with report_process():
+                await self._run_workers()
+        else:
+            await self._run_workers()
+
+    def _at_once(self) -> int:
+        """How many items may run at once here."""
+        return self.settings.concurrency * len(self.pool.endpoints)
+
+    async def _run_workers(self) -> None:
         workers = [
             asyncio.create_task(self._worker(endpoint))
             for endpoint in self.pool.endpoints
