@@ -15,9 +15,10 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import gc
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,6 +94,23 @@ class LocalExecutor:
 log = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """While items run at once, the collector leaves alone what was there before they started.
+
+    A full collection walks every object of the process (the media and model libraries' are
+    most of them) with the interpreter held: 70 ms measured at N = 32, which made the sends of
+    every running item late at once. Frozen, the heap of before is not walked again; it is
+    unfrozen (collectable as before) when the items are done.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 class EvalRun:
     """One eval over `jobs`: the queue, the endpoint workers and the records they leave."""
 
@@ -151,7 +169,8 @@ class EvalRun:
             from duplex_client.run.report_process import report_process
 
             async with report_process():
-                await self._run_workers()
+                with _frozen_heap():
+                    await self._run_workers()
         else:
             await self._run_workers()
 
