@@ -168,7 +168,9 @@ class EvalRun:
             # items end in bursts: their reports are built where they hold up no session
             from duplex_client.run.report_process import report_process
 
-            async with report_process():
+            async with report_process() as reports:
+                if self.admission is not None and self.admission.load is not None:
+                    self.admission.load.helpers = reports.cpu_s  # the items' own, not others'
                 with _frozen_heap():
                     await self._run_workers()
         else:

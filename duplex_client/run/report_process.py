@@ -52,6 +52,7 @@ class ReportProcess:
         self._reader: asyncio.Task[None] | None = None
         self.broken = False
         self._closing = False
+        self._cpu_s = 0.0
         #: Builds done by the child, and those that fell back to a thread.
         self.built = self.fell_back = 0
 
@@ -75,6 +76,18 @@ class ReportProcess:
             self._fail(f"cannot start the report process ({exc})")
             return
         self._reader = asyncio.create_task(self._read(), name="duplex-report-process")
+
+    def cpu_s(self) -> float:
+        """The child's CPU seconds so far (`/proc`; the last reading once it is gone, 0 before
+        it started or off Linux)."""
+        if self._proc is not None:
+            try:
+                with open(f"/proc/{self._proc.pid}/stat", encoding="ascii") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                self._cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
+                pass
+        return self._cpu_s
 
     async def build(self, **kwargs: Any) -> ListeningReport:
         """`ListeningReport.build(**kwargs)` in the child, else in a thread (same result)."""
@@ -137,6 +150,7 @@ class ReportProcess:
         if proc is None:
             return
         self._closing = True
+        self.cpu_s()  # the last reading while it is there to read
         if proc.stdin is not None:
             with contextlib.suppress(OSError, RuntimeError):
                 proc.stdin.close()

@@ -82,6 +82,7 @@ async def test_the_child_builds_the_threads_report_and_files(tmp_path: Path) -> 
     async with report_process() as process:
         got = await build_report(**arguments(there))
     assert (process.built, process.fell_back) == (1, 0)
+    assert process.cpu_s() > 0  # what the child spent (the eval's own load, not others')
     assert got == expected
     assert files(there) == files(here) and set(files(here)) == {"heard.wav", "conversation.wav"}
 
