@@ -168,13 +168,19 @@ class EvalRun:
             # items end in bursts: their reports are built where they hold up no session
             from duplex_client.run.report_process import report_process
 
-            async with report_process() as reports:
+            async with report_process(self._report_workers()) as reports:
                 if self.admission is not None and self.admission.load is not None:
                     self.admission.load.helpers = reports.cpu_s  # the items' own, not others'
                 with _frozen_heap():
                     await self._run_workers()
         else:
             await self._run_workers()
+
+    def _report_workers(self) -> int:
+        """Report processes for the items' ends (never more than run at once)."""
+        from duplex_client.run.report_process import default_workers
+
+        return min(self._at_once(), default_workers())
 
     def _at_once(self) -> int:
         """How many items may run at once here."""

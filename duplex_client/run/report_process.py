@@ -4,12 +4,13 @@
 audio, then resampling and two WAV files) ran in this process's worker threads. An eval that
 runs many items at once ends them in bursts, and there the builds took the CPU, the
 interpreter and the thread pool from the sessions still sending (issue 31: their sends came
-late). Within `report_process()` (the eval's concurrent items) each build goes instead, one at
-a time, to a child Python process at a lower scheduling priority: its arguments (the sent PCM,
-the heard audio, the facts of the responses) go down a pipe as one pickle and the report comes
-back the same way. Same code and inputs, so the same files and figures. When the child cannot
-start, dies or cannot take an argument, the build runs in a thread here as before: nothing is
-lost. Outside `report_process()` (one run) nothing changes.
+late). Within `report_process()` (the eval's concurrent items) each build goes instead to one
+of a few child Python processes at a lower scheduling priority (the one with the fewest
+waiting; each builds one at a time): its arguments (the sent PCM, the heard audio, the facts
+of the responses) go down a pipe as one pickle and the report comes back the same way. Same
+code and inputs, so the same files and figures. When a child cannot start, dies or cannot
+take an argument, the build runs in a thread here as before: nothing is lost. Outside
+`report_process()` (one run) nothing changes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, BinaryIO
 from duplex_client.media.errors import MediaWarning, collect_media_warnings, warn_media
 from duplex_client.run.listening_report import ListeningReport
 
-__all__ = ["ReportProcess", "build_report", "report_process"]
+__all__ = ["ReportPool", "ReportProcess", "build_report", "default_workers", "report_process"]
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ CHILD_NICE = 5
 #: How long closing waits for the child to exit before killing it.
 CLOSE_TIMEOUT_S = 5.0
 _HEADER = struct.Struct("<Q")
-_CURRENT: contextvars.ContextVar[ReportProcess | None] = contextvars.ContextVar(
+_CURRENT: contextvars.ContextVar[ReportPool | None] = contextvars.ContextVar(
     "duplex_report_process", default=None
 )
 
@@ -76,6 +77,11 @@ class ReportProcess:
             self._fail(f"cannot start the report process ({exc})")
             return
         self._reader = asyncio.create_task(self._read(), name="duplex-report-process")
+
+    @property
+    def waiting(self) -> int:
+        """Builds asked of the child and not answered yet."""
+        return len(self._waiting)
 
     def cpu_s(self) -> float:
         """The child's CPU seconds so far (`/proc`; the last reading once it is gone, 0 before
@@ -163,7 +169,9 @@ class ReportProcess:
             if not isinstance(exc, TimeoutError):
                 raise
         finally:
-            if self._reader is not None:
+            if self._reader is not None:  # the replies still in the pipe are read first
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_TIMEOUT_S)
                 self._reader.cancel()
                 await asyncio.gather(self._reader, return_exceptions=True)
             self._fail(None)
@@ -181,17 +189,64 @@ def _unpack(reply: tuple[Any, ...]) -> ListeningReport:
     return report
 
 
-@contextlib.asynccontextmanager
-async def report_process() -> AsyncIterator[ReportProcess]:
-    """Within this block (and the tasks started in it) reports are built in one child process."""
-    process = ReportProcess()
-    await process.start()
-    token = _CURRENT.set(process)
+class ReportPool:
+    """`workers` report processes; each build goes to the one with the fewest waiting."""
+
+    def __init__(self, workers: int) -> None:
+        self.processes = [ReportProcess() for _ in range(max(1, workers))]
+
+    async def start(self) -> None:
+        """Start every child."""
+        for process in self.processes:
+            await process.start()
+
+    def cpu_s(self) -> float:
+        """The children's CPU seconds so far."""
+        return sum(p.cpu_s() for p in self.processes)
+
+    @property
+    def built(self) -> int:
+        """Builds done by the children."""
+        return sum(p.built for p in self.processes)
+
+    @property
+    def fell_back(self) -> int:
+        """Builds that fell back to a thread."""
+        return sum(p.fell_back for p in self.processes)
+
+    async def build(self, **kwargs: Any) -> ListeningReport:
+        """`ListeningReport.build(**kwargs)` in the least busy child (else in a thread)."""
+        usable = [p for p in self.processes if not p.broken] or self.processes
+        return await min(usable, key=lambda p: p.waiting).build(**kwargs)
+
+    async def close(self) -> None:
+        """Close every child."""
+        for process in self.processes:
+            await process.close()
+
+
+def default_workers() -> int:
+    """Half the cores this process may use, at least two (one child queued a burst of ends for
+    seconds on a loaded 2-core machine)."""
     try:
-        yield process
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(2, cores // 2)
+
+
+@contextlib.asynccontextmanager
+async def report_process(workers: int | None = None) -> AsyncIterator[ReportPool]:
+    """Within this block (and the tasks started in it) reports are built in `workers` child
+    processes (default: `default_workers()`)."""
+    pool = ReportPool(default_workers() if workers is None else workers)
+    await pool.start()
+    token = _CURRENT.set(pool)
+    try:
+        yield pool
     finally:
         _CURRENT.reset(token)
-        await process.close()
+        await pool.close()
 
 
 async def build_report(**kwargs: Any) -> ListeningReport:

@@ -94,9 +94,9 @@ async def test_reports_asked_at_once_come_back_each_to_its_run(tmp_path: Path) -
     asks = [arguments(out) for out in outs]
     for i, ask in enumerate(asks):  # each its own answer, so a swapped reply would show
         ask["responses"] = [ResponseFacts("a", 1, 3500.0, 3600.0, 500.0, f"answer {i}")]
-    async with report_process() as process:
+    async with report_process(workers=2) as pool:
         reports = await asyncio.gather(*(build_report(**ask) for ask in asks))
-    assert process.built == 4
+    assert pool.built == 4 and all(p.built for p in pool.processes)  # both children took some
     assert [r.turns[0].transcript for r in reports] == [f"answer {i}" for i in range(4)]
 
 
