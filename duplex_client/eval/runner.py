@@ -168,13 +168,21 @@ class EvalRun:
             # items end in bursts: their reports are built where they hold up no session
             from duplex_client.run.report_process import report_process
 
-            async with report_process(self._report_workers()) as reports:
+            async with report_process(self._report_workers(), warm=False) as reports:
                 if self.admission is not None and self.admission.load is not None:
                     self.admission.load.helpers = reports.cpu_s  # the items' own, not others'
+                # warm before the first item starts, while the machine's load is read
+                await asyncio.gather(reports.ready(), self._settle())
                 with _frozen_heap():
                     await self._run_workers()
         else:
+            await self._settle()
             await self._run_workers()
+
+    async def _settle(self) -> None:
+        """A first reading of the machine's other load before any item starts."""
+        if self.admission is not None:
+            await self.admission.settle()
 
     def _report_workers(self) -> int:
         """Report processes for the items' ends (never more than run at once)."""

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How much less the child is scheduled than the sessions (`nice`): it takes what they leave.
 CHILD_NICE = 5
+#: How long to wait for the children to be warm (past it, builds queue in the pipes).
+READY_TIMEOUT_S = 10.0
 #: How long closing waits for the child to exit before killing it.
 CLOSE_TIMEOUT_S = 5.0
 _HEADER = struct.Struct("<Q")
@@ -54,6 +56,7 @@ class ReportProcess:
         self.broken = False
         self._closing = False
         self._cpu_s = 0.0
+        self._ready = asyncio.Event()
         #: Builds done by the child, and those that fell back to a thread.
         self.built = self.fell_back = 0
 
@@ -77,6 +80,16 @@ class ReportProcess:
             self._fail(f"cannot start the report process ({exc})")
             return
         self._reader = asyncio.create_task(self._read(), name="duplex-report-process")
+
+    async def ready(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until the child is warm, or gone."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+
+    @property
+    def warm(self) -> bool:
+        """Whether the child said it is ready (its modules and the VAD model loaded)."""
+        return self._ready.is_set() and not self.broken
 
     @property
     def waiting(self) -> int:
@@ -131,6 +144,9 @@ class ReportProcess:
         try:
             while True:
                 size = _HEADER.unpack(await out.readexactly(_HEADER.size))[0]
+                if size == 0:  # warm: its modules and the VAD model are loaded
+                    self._ready.set()
+                    continue
                 reply = pickle.loads(await out.readexactly(size))
                 if self._waiting:
                     waiter = self._waiting.pop(0)
@@ -145,6 +161,7 @@ class ReportProcess:
         if not self.broken and why is not None:
             log.warning("%s: reports are built in threads from now on", why)
         self.broken = True
+        self._ready.set()  # nothing to wait for
         waiting, self._waiting = self._waiting, []
         for waiter in waiting:
             if not waiter.done():
@@ -196,9 +213,14 @@ class ReportPool:
         self.processes = [ReportProcess() for _ in range(max(1, workers))]
 
     async def start(self) -> None:
-        """Start every child."""
+        """Start every child (each loads its modules and the VAD model: about 0.6 s of CPU)."""
         for process in self.processes:
             await process.start()
+
+    async def ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Wait (at most `timeout_s`) until every child is warm: their start must not compete
+        with the first sessions' own (past it, builds queue in the pipes)."""
+        await asyncio.gather(*(p.ready(timeout_s) for p in self.processes))
 
     def cpu_s(self) -> float:
         """The children's CPU seconds so far."""
@@ -236,11 +258,16 @@ def default_workers() -> int:
 
 
 @contextlib.asynccontextmanager
-async def report_process(workers: int | None = None) -> AsyncIterator[ReportPool]:
+async def report_process(
+    workers: int | None = None, *, warm: bool = True
+) -> AsyncIterator[ReportPool]:
     """Within this block (and the tasks started in it) reports are built in `workers` child
-    processes (default: `default_workers()`)."""
+    processes (default: `default_workers()`); `warm`: the block starts once they are ready
+    (else await `ReportPool.ready()` before the sessions start)."""
     pool = ReportPool(default_workers() if workers is None else workers)
     await pool.start()
+    if warm:
+        await pool.ready()
     token = _CURRENT.set(pool)
     try:
         yield pool
@@ -305,6 +332,8 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     _warm()
+    out.write(_HEADER.pack(0))  # warm: an empty frame says so
+    out.flush()
     _serve(sys.stdin.buffer, out)
 
 

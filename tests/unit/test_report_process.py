@@ -80,6 +80,7 @@ async def test_the_child_builds_the_threads_report_and_files(tmp_path: Path) -> 
     expected = ListeningReport.build(**arguments(here))
     assert expected.metrics["user_end_source"] == "vad" and expected.user_speech
     async with report_process() as process:
+        assert all(p.warm for p in process.processes)  # ready before any session starts
         got = await build_report(**arguments(there))
     assert (process.built, process.fell_back) == (1, 0)
     assert process.cpu_s() > 0  # what the child spent (the eval's own load, not others')
