@@ -327,7 +327,7 @@ def _warm() -> None:
 def main() -> None:
     """The child: requests on stdin, replies on the stdout it was given (anything else a
     library prints goes to stderr)."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # no `nice` off Unix
         os.nice(CHILD_NICE)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
