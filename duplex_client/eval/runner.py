@@ -15,10 +15,9 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import gc
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +27,7 @@ from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.cost import Admission
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
+from duplex_client.eval.heap import frozen_heap
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.jobs import (
     EvalJob,
@@ -94,23 +94,6 @@ class LocalExecutor:
 log = logging.getLogger(__name__)
 
 
-@contextlib.contextmanager
-def _frozen_heap() -> Iterator[None]:
-    """While items run at once, the collector leaves alone what was there before they started.
-
-    A full collection walks every object of the process (the media and model libraries' are
-    most of them) with the interpreter held: 70 ms measured at N = 32, which made the sends of
-    every running item late at once. Frozen, the heap of before is not walked again; it is
-    unfrozen (collectable as before) when the items are done.
-    """
-    gc.collect()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 class EvalRun:
     """One eval over `jobs`: the queue, the endpoint workers and the records they leave."""
 
@@ -173,7 +156,7 @@ class EvalRun:
                     self.admission.load.helpers = reports.cpu_s  # the items' own, not others'
                 # warm before the first item starts, while the machine's load is read
                 await asyncio.gather(reports.ready(), self._settle())
-                with _frozen_heap():
+                with frozen_heap():
                     await self._run_workers()
         else:
             await self._settle()
