@@ -162,7 +162,12 @@ def summarize(
 async def _streams(
     url: str, clip: Path, n: int, out: Path
 ) -> tuple[list[Any], list[float], list[float]]:
-    """N `stream_clip` runs (starts over one second); when each started and ended (monotonic)."""
+    """N `stream_clip` runs (starts over one second); when each started and ended (monotonic).
+
+    The runs end as an eval's concurrent items do: their listening reports are built in the
+    report process (`report_process`).
+    """
+    from duplex_client.run.report_process import report_process
     from duplex_client.run.stream import stream_clip
 
     starts: list[float] = []
@@ -178,7 +183,8 @@ async def _streams(
         finally:
             ends.append(time.monotonic())
 
-    results = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
+    async with report_process():
+        results = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
     return list(results), starts, ends
 
 

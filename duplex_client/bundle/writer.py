@@ -37,7 +37,13 @@ from duplex_client.protocol import server_events as se
 #: Event fields holding base64 media; replaced by a size note in `events.jsonl`.
 _PAYLOAD_FIELDS = ("delta", "audio")
 
-__all__ = ["BUNDLE_FILES", "RunBundle", "elide_payloads", "write_json_atomic"]
+__all__ = [
+    "BUNDLE_FILES",
+    "RunBundle",
+    "elide_payloads",
+    "session_document",
+    "write_json_atomic",
+]
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -55,6 +61,26 @@ def elide_payloads(raw: dict[str, Any]) -> dict[str, Any]:
             out[key] = f"<base64: {size} bytes>"
     redacted: dict[str, Any] = redact(out)
     return redacted
+
+
+def session_document(
+    client: DuplexClientBase, url: str | None, input_facts: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The `session.json` document of `RunBundle.write_session`, as the client stands now."""
+    return {
+        **({"input": redact(input_facts)} if input_facts is not None else {}),
+        "session_id": client.session_id,
+        "model": client.model,
+        "url": redact_url(url) if url else None,
+        # the wire spoken (docs/dialects.md); config_sent is the duplex form mapped
+        "dialect": getattr(client, "dialect", "duplex"),
+        "config_sent": redact(client.config.to_session(client.model)),
+        "session_effective": redact(client.session),
+        "capabilities": client.capabilities.to_dict(),
+        "attachment_generation": client.attachment_generation,
+        # a journal gap replaced the session: every session the run used, in order
+        **({"session_ids": client.session_ids} if len(client.session_ids) > 1 else {}),
+    }
 
 
 class RunBundle:
@@ -125,23 +151,7 @@ class RunBundle:
         """`session.json`: what was asked (secrets removed) and what the server granted;
         `input_facts`, where the input came from (a browser's user agent, devices, echo
         settings), as its `input` object when given."""
-        write_json_atomic(
-            self.layout.session,
-            {
-                **({"input": redact(input_facts)} if input_facts is not None else {}),
-                "session_id": client.session_id,
-                "model": client.model,
-                "url": redact_url(url) if url else None,
-                # the wire spoken (docs/dialects.md); config_sent is the duplex form mapped
-                "dialect": getattr(client, "dialect", "duplex"),
-                "config_sent": redact(client.config.to_session(client.model)),
-                "session_effective": redact(client.session),
-                "capabilities": client.capabilities.to_dict(),
-                "attachment_generation": client.attachment_generation,
-                # a journal gap replaced the session: every session the run used, in order
-                **({"session_ids": client.session_ids} if len(client.session_ids) > 1 else {}),
-            },
-        )
+        write_json_atomic(self.layout.session, session_document(client, url, input_facts))
 
     # --- recording ---
 

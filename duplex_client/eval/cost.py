@@ -20,7 +20,7 @@ import bisect
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,14 +244,16 @@ class MachineLoad:
 
     def __init__(self, every_s: float = 0.5) -> None:
         self.every_s = every_s
-        self._last = _machine_reading()
+        #: CPU seconds of this process's helpers (its report process): its own load, not others'.
+        self.helpers: Callable[[], float] = lambda: 0.0
+        self._last = _machine_reading(self.helpers)
 
     def sample(self) -> float | None:
         """Cores busy outside this process since the last sample (None: too soon, or not
         Linux)."""
         if self._last is None or time.monotonic() - self._last[0] < self.every_s:
             return None
-        now = _machine_reading()
+        now = _machine_reading(self.helpers)
         if now is None:
             return None
         (t0, busy0, own0), (t1, busy1, own1) = self._last, now
@@ -259,8 +261,9 @@ class MachineLoad:
         return max(0.0, (busy1 - busy0) - (own1 - own0)) / (t1 - t0)
 
 
-def _machine_reading() -> tuple[float, float, float] | None:
-    """(monotonic s, CPU s the machine was busy, CPU s of this process), or None."""
+def _machine_reading(helpers: Callable[[], float]) -> tuple[float, float, float] | None:
+    """(monotonic s, CPU s the machine was busy, CPU s of this process and its helpers), or
+    None."""
     import os
 
     try:
@@ -271,7 +274,7 @@ def _machine_reading() -> tuple[float, float, float] | None:
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields
     hz = os.sysconf("SC_CLK_TCK")
     busy = (user + nice + system + irq + softirq + steal) / hz
-    return time.monotonic(), busy, time.process_time()
+    return time.monotonic(), busy, time.process_time() + helpers()
 
 
 @dataclass(slots=True)

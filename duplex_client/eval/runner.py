@@ -27,6 +27,7 @@ from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.cost import Admission
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
+from duplex_client.eval.heap import frozen_heap
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.jobs import (
     EvalJob,
@@ -146,6 +147,37 @@ class EvalRun:
 
     async def run(self) -> None:
         """Run every queued job (or until every endpoint is down)."""
+        if isinstance(self.executor, LocalExecutor) and self._at_once() > 1:
+            # items end in bursts: their reports are built where they hold up no session
+            from duplex_client.run.report_process import report_process
+
+            async with report_process(self._report_workers(), warm=False) as reports:
+                if self.admission is not None and self.admission.load is not None:
+                    self.admission.load.helpers = reports.cpu_s  # the items' own, not others'
+                # warm before the first item starts, while the machine's load is read
+                await asyncio.gather(reports.ready(), self._settle())
+                with frozen_heap():
+                    await self._run_workers()
+        else:
+            await self._settle()
+            await self._run_workers()
+
+    async def _settle(self) -> None:
+        """A first reading of the machine's other load before any item starts."""
+        if self.admission is not None:
+            await self.admission.settle()
+
+    def _report_workers(self) -> int:
+        """Report processes for the items' ends (never more than run at once)."""
+        from duplex_client.run.report_process import default_workers
+
+        return min(self._at_once(), default_workers())
+
+    def _at_once(self) -> int:
+        """How many items may run at once here."""
+        return self.settings.concurrency * len(self.pool.endpoints)
+
+    async def _run_workers(self) -> None:
         workers = [
             asyncio.create_task(self._worker(endpoint))
             for endpoint in self.pool.endpoints

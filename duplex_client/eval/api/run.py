@@ -149,8 +149,6 @@ async def run_eval_async(
     endpoints = open_endpoints(urls, base, settings, ray, server_engine, progress, dialects)
     async with endpoints as (pool, executor):
         admission = admission_for(settings, len(pool.endpoints), base, cost_model, ray, progress)
-        if admission is not None:
-            await admission.settle()
         run = EvalRun(jobs, base, out, pool, settings, executor, progress, admission)
         run.resume()
         error, code = None, EXIT_OK

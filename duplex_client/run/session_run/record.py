@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from duplex_client.framing.timeline.document import render_document
 from duplex_client.run.result import (
     RunResult,
     judge,
@@ -82,19 +83,20 @@ async def close(run: SessionRun) -> None:
     await run.listening.stop()
     with contextlib.suppress(Exception):
         await asyncio.shield(run.client.close())
-    # Acks and errors heard since the stream's own write; rendered here, written off the loop
-    # (with the thumbnails still queued).
-    text = run.timeline.render()
-    await asyncio.shield(asyncio.to_thread(write_timeline, run, text))
+    # Acks and errors heard since the stream's own write: the document taken here (the session
+    # is closed, nothing changes it now), encoded and written off the loop (with the
+    # thumbnails still queued), where other sessions may be pacing.
+    doc = run.timeline.to_dict()
+    await asyncio.shield(asyncio.to_thread(write_timeline, run, doc))
     if run.thumbnails is not None:
         for warning in run.thumbnails.warnings:
             run.progress.warn(warning)
 
 
-def write_timeline(run: SessionRun, text: str) -> None:
-    """`input_timeline.json` as rendered, then the queued thumbnails written out."""
+def write_timeline(run: SessionRun, doc: dict[str, Any]) -> None:
+    """`input_timeline.json` of the document taken, then the queued thumbnails written out."""
     with contextlib.suppress(Exception):
-        run.timeline.write(text=text)
+        run.timeline.write(text=render_document(doc))
     if run.thumbnails is not None:
         run.thumbnails.close()
 

@@ -9,7 +9,7 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.analysis.timing import TimingWatch
 from duplex_client.bundle.payloads import PayloadKeeper
 from duplex_client.bundle.thumbnails import ThumbnailWriter
-from duplex_client.bundle.writer import RunBundle
+from duplex_client.bundle.writer import RunBundle, session_document, write_json_atomic
 from duplex_client.client.resume import ReconnectReport
 from duplex_client.client.streaming import StreamResult
 from duplex_client.client.transport import redact_url
@@ -150,7 +150,9 @@ class SessionRun:
             self.progress.warn(f"the server held the connection {held} s first (warming up)")
         self.listening.start()
         self.timeline.set_session(session_id=client.session_id)
-        self.bundle.write_session(client, url=client.url, input_facts=self.source.input_facts)
+        # taken now, written (fsync'd) off the loop, where other sessions may be pacing
+        doc = session_document(client, client.url, self.source.input_facts)
+        await asyncio.to_thread(write_json_atomic, self.bundle.layout.session, doc)
         self.progress.phase = "streaming"
         link = SourceLink(
             client, self.clock, self.timeline, self._sent, self.listening, self.progress

@@ -61,3 +61,28 @@ def test_the_machine_load_is_read_at_most_every_so_often() -> None:
     time.sleep(0.06)
     others = load.sample()
     assert others is not None and 0.0 <= others <= 1024
+
+
+def test_the_cpu_of_this_process_helpers_is_not_counted_as_others_load() -> None:
+    import subprocess
+    import sys
+    import time
+
+    from duplex_client.eval.cost import MachineLoad
+
+    # a helper that keeps a core busy for the whole reading, counted as this process's own
+    helper = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        load = MachineLoad(every_s=0.0)
+        spent = [0.0]
+
+        def helpers() -> float:
+            spent[0] += 1000.0  # far more than the machine could have been busy meanwhile
+            return spent[0]
+
+        load.helpers = helpers
+        time.sleep(0.3)
+        assert load.sample() == 0.0
+    finally:
+        helper.kill()
+        helper.wait()

@@ -1,0 +1,22 @@
+"""While an eval's items run at once, the collector leaves the heap of before alone."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from duplex_client.eval.heap import frozen_heap
+
+
+def test_the_heap_of_before_is_frozen_while_items_run_and_unfrozen_after() -> None:
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_heap_is_unfrozen_when_the_items_fail() -> None:
+    with pytest.raises(RuntimeError), frozen_heap():
+        raise RuntimeError("an item's worker failed")
+    assert gc.get_freeze_count() == 0
