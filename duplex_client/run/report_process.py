@@ -11,6 +11,12 @@ of the responses) go down a pipe as one pickle and the report comes back the sam
 code and inputs, so the same files and figures. When a child cannot start, dies or cannot
 take an argument, the build runs in a thread here as before: nothing is lost. Outside
 `report_process()` (one run) nothing changes.
+
+Why not `concurrent.futures.ProcessPoolExecutor`: its children start by `spawn` (a `fork` of
+this threaded, event-loop process is unsafe), and `spawn` imports the parent's `__main__` in
+every child. A user's script or notebook without an `if __name__ == "__main__":` guard would
+then fail to start its eval, or run it again in each child. These children are started as
+`python -m duplex_client.run.report_process` and import nothing of the parent's.
 """
 
 from __future__ import annotations
