@@ -23,7 +23,6 @@ from duplex_client.run.prepare import prepare
 from duplex_client.run.progress import RunProgress
 from duplex_client.run.result import session_handles
 from duplex_client.run.session_run import SessionRun
-from duplex_client.run.session_run.ending import settle_time
 from duplex_client.run.sources.files import FileSource
 from duplex_client.run.watch import LiveFigures, SessionActivity, settle_turn, turn_wait_s
 
@@ -48,9 +47,8 @@ def ev(etype: str, **fields: Any) -> Any:
 class FakeClient:
     """What a run reads of its client: a real tracker fed real events, open until `end()`."""
 
-    def __init__(self, clock: Clock | None = None, *, no_response: bool = False) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or time.monotonic
-        self.no_response = no_response
         self.tracker = ResponseTracker(lambda h: None, clock=self.clock)
         self.capabilities = Capabilities()
         self.input_pcm_format = DEFAULT_PCM
@@ -69,9 +67,7 @@ class FakeClient:
         return "closed"
 
     async def wait_committed(self, event_id: str, timeout: float | None = None) -> Any:
-        return ev(
-            "input_audio_buffer.committed", client_event_id=event_id, no_response=self.no_response
-        )
+        return ev("input_audio_buffer.committed", client_event_id=event_id)
 
     async def create_response(self) -> None:
         self.created += 1
@@ -240,40 +236,6 @@ async def test_finish_turn_does_not_drain_a_session_that_ended(tmp_path: Path) -
     assert await turns_until_done(task)
     task.result()
     assert listening.drained == []
-
-
-async def test_a_turn_announced_unanswered_ends_at_its_listen_not_after_the_settle_time(
-    tmp_path: Path,
-) -> None:
-    run, _, listening = session_run(tmp_path, settle_s=30.0, timeout_s=60.0)
-    client = FakeClient(no_response=True)  # the ack says no answer follows (protocol §3.3)
-    client.listeners.append(run.activity.on_event)
-    run.client = client  # type: ignore[assignment]
-    sr = SimpleNamespace(commit_event_id="c1", commit_sent_at=time.monotonic())
-    task = asyncio.create_task(run._finish_turn(sr))  # type: ignore[arg-type]
-    assert not await turns_until_done(task)  # its decision is due
-    client.emit(ev("response.listen", response={"id": "l1"}))
-    assert await turns_until_done(task)  # no 30 s of quiet first
-    task.result()
-    assert len(listening.drained) == 1
-
-
-async def test_a_turn_not_announced_unanswered_still_waits_the_settle_time(
-    tmp_path: Path,
-) -> None:
-    run, client, _ = session_run(tmp_path, settle_s=30.0, timeout_s=60.0)
-    sr = SimpleNamespace(commit_event_id="c1", commit_sent_at=time.monotonic())
-    task = asyncio.create_task(run._finish_turn(sr))  # type: ignore[arg-type]
-    client.emit(ev("response.listen", response={"id": "l1"}))
-    assert not await turns_until_done(task)  # an answer could still come: quiet first
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-
-
-def test_the_settle_time_goes_only_for_an_announced_end_we_asked_no_answer_for() -> None:
-    assert settle_time(0.5, no_response=True, manual=False) == 0.0
-    assert settle_time(0.5, no_response=False, manual=False) == 0.5
-    assert settle_time(0.5, no_response=True, manual=True) == 0.5  # our response.create
 
 
 def test_a_run_nobody_watches_keeps_no_live_figures(tmp_path: Path) -> None:

@@ -46,24 +46,12 @@ async def finish_turn(run: SessionRun, sr: StreamResult) -> None:
         run.activity,
         since=run.commit_at,
         due=due,
-        settle_s=settle_time(opts.settle_s, no_response=committed.no_response, manual=manual),
+        settle_s=opts.settle_s,
         deadline=deadline,
         timeout_s=opts.timeout_s,
     )
     if settled:  # what is still playing is heard to its end (the acks say so) first
         await run.listening.drain(max(0.0, deadline - time.monotonic()))
-
-
-def settle_time(settle_s: float, *, no_response: bool, manual: bool) -> float:
-    """How long the turn must stay quiet after its decision before it is over.
-
-    The quiet wait catches what a server sends unannounced after the decision. A final commit
-    acknowledged with `no_response` announces that no answer follows (docs/protocol.md §3.3:
-    then its standalone listen, the last event of the turn), so that listen ends the turn at
-    once, a whole `settle_s` sooner for every such item of an eval. Not when we asked for an
-    answer ourselves (the manual lane): it is on its way.
-    """
-    return 0.0 if no_response and not manual else settle_s
 
 
 async def end_stream(run: SessionRun) -> None:
