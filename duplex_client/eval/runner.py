@@ -27,7 +27,7 @@ from duplex_client.bundle.reader import read_optional
 from duplex_client.bundle.writer import write_json_atomic
 from duplex_client.eval.cost import Admission
 from duplex_client.eval.endpoints import Endpoint, EndpointPool
-from duplex_client.eval.heap import frozen_heap
+from duplex_client.eval.heap import FrozenHeap, frozen_heap
 from duplex_client.eval.item_run import ItemJob, ItemOutcome, read_outcome, run_item
 from duplex_client.eval.jobs import (
     EvalJob,
@@ -124,6 +124,7 @@ class EvalRun:
         self.changed = asyncio.Condition()
         self._summary_at = 0.0
         self.admission = admission
+        self._heap: FrozenHeap | None = None  # while concurrent items run
         if admission is not None:  # the load it was lost at is the most taken on from then
             progress.on_timing_lost = admission.budget.lost
 
@@ -156,8 +157,9 @@ class EvalRun:
                     self.admission.load.helpers = reports.cpu_s  # the items' own, not others'
                 # warm before the first item starts, while the machine's load is read
                 await asyncio.gather(reports.ready(), self._settle())
-                with frozen_heap():
+                with frozen_heap() as self._heap:
                     await self._run_workers()
+                self._heap = None
         else:
             await self._settle()
             await self._run_workers()
@@ -249,6 +251,8 @@ class EvalRun:
                         self.admission.start(entry.job.key, entry.job.item)
                     delay = self._start_slot()
                     epoch = self.pool.started(endpoint)  # counted now: the limit holds
+                    if self._heap is not None:  # the running items' objects: walked no more
+                        self._heap.refreeze()
                 else:  # suspended after a fault: another endpoint may take the job
                     self.changed.notify_all()
             if unpriced is not None:
