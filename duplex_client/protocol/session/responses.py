@@ -263,9 +263,18 @@ class ResponseTracker(Generic[H]):
             self.fence(active)
 
     def commit_sent(self, event_id: str) -> None:
-        """A final commit of ours is on its way: a response finishing before the server
-        processes it is sealed by it (its done arrives first, §5)."""
+        """A final commit of ours is on its way: a response finished by now, or finishing
+        before the server processes it, is sealed by it (its done arrives first, §5).
+
+        Sealed at once, not when `committed` comes back: an ack written in between would reach
+        the server after the commit and be refused. Should the commit be refused, an ack
+        those responses could still have taken is not sent (a shorter history under
+        `ack_only`), never one that fails the run.
+        """
         self._commits_in_flight.add(event_id)
+        for handle in self.finished[self._unsealed :]:
+            handle.sealed = True
+        self._unsealed = len(self.finished)
 
     def record_ack(self, response_id: str, played_ms: int) -> int:
         """A playback ack is going out; returns the `played_ms` to send (acks never go back)."""

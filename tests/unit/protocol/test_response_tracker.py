@@ -199,7 +199,12 @@ def test_a_commit_seals_the_responses_finished_before_it() -> None:
     h.feed(ev("response.created", response={"id": "r1"}), audio("r1"), done("r1"))
     h.feed(ev("input_audio_buffer.committed", client_event_id=None, audio_end_ms=500))
     assert h.t.handles["r1"].sealed  # the server's own commit came after its done
+    h.feed(ev("response.created", response={"id": "r0"}), audio("r0"), done("r0"))
+    assert not h.t.handles["r0"].sealed
     h.t.commit_sent("evt_c")
+    # finished before our commit left: the server seals it as it processes the commit, so an
+    # ack written before `committed` comes back would arrive after the commit and be refused
+    assert h.t.handles["r0"].sealed
     h.feed(ev("response.created", response={"id": "r2"}), done("r2"))
     assert h.t.handles["r2"].sealed  # done before our commit's ack: processed before it
     h.feed(ev("input_audio_buffer.committed", client_event_id="evt_c", audio_end_ms=900))
