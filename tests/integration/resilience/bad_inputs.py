@@ -291,9 +291,10 @@ async def endpoints() -> AsyncIterator[dict[str, str]]:
 
     http = await asyncio.start_server(http_page, "127.0.0.1", 0)
     muted = await asyncio.start_server(mute, "127.0.0.1", 0)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        refused_port = probe.getsockname()[1]
+    # bound but never listening for as long as the URLs are used: it refuses connections, and
+    # no other server can take the port meanwhile (a port freed at once was once served)
+    probe = socket.socket()
+    refused_port = _bind_any(probe)
     async with (
         ReferenceServer(profile="minicpmo") as plain,
         ReferenceServer(profile="minicpmo", api_key="right-key") as keyed,
@@ -316,3 +317,11 @@ async def endpoints() -> AsyncIterator[dict[str, str]]:
         finally:
             http.close()
             muted.close()
+            probe.close()
+
+
+def _bind_any(sock: socket.socket) -> int:
+    """Bind `sock` to a free loopback port (no listen); the port."""
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    return port
