@@ -31,9 +31,17 @@ SPEECH_PACE = 3.0
 
 
 async def live(
-    server: ReferenceServer | None, tmp_path: Path, wav: Path, pace: float = PACE, **options: Any
+    server: ReferenceServer | None,
+    tmp_path: Path,
+    wav: Path,
+    pace: float = PACE,
+    *,
+    wait_for_answer_at_ms: int | None = None,
+    **options: Any,
 ) -> tuple[RunResult, FakeSoundDevice]:
     sd = FakeSoundDevice(wav=wav, pace=pace)
+    if wait_for_answer_at_ms is not None:  # the talker goes on once the answer is heard
+        sd.hold = (wait_for_answer_at_ms, sd.answer_audible)
     devices = LiveDevices(sounddevice=sd, video_capture=FakeCameras(fps=10, pace=pace))
     options.setdefault("output_dir", tmp_path / "run")
     opts = RunOptions(**options)
@@ -186,13 +194,20 @@ async def test_push_to_talk_with_speech_commits_once_and_the_answer_is_played(
 async def test_server_vad_barge_in_clears_the_queued_answer(tmp_path: Path) -> None:
     from duplex_client.server.engine.tts import speech_pcm16
 
-    first = speech_pcm16("what color do you see", 16000, lead_ms=300, tail_ms=2500)
+    # The second question starts as soon as the first answer is heard (1 s after the first
+    # question, the server VAD's 500 ms of silence having ended its turn): a fixed pause made
+    # the premise a race between the CPU engine's answer time and the pause, lost under load.
+    first = speech_pcm16("what color do you see", 16000, lead_ms=300, tail_ms=1000)
     second = speech_pcm16("tell me what color you see", 16000, tail_ms=2500)
     wav = write_wav(tmp_path / "talk.wav", first + second)
     async with ReferenceServer(profile="joyai", engine="speech") as server:
-        seconds = (len(first) + len(second)) / 32000 + 4
-        result, _ = await live(server, tmp_path, wav, SPEECH_PACE, turn="vad", duration_s=seconds)
+        seconds = (len(first) + len(second)) / 32000 + 6
+        result, sd = await live(
+            server, tmp_path, wav, SPEECH_PACE, turn="vad", duration_s=seconds,
+            wait_for_answer_at_ms=len(first) * 1000 // 32000,
+        )  # fmt: skip
         accepted = server.appends()
+    assert sd.inputs[0].position > len(first) // 2, "the talker never heard the first answer"
     assert result.ok, result.error
     spoken = [d for d in result.decisions if d["decision"] == "speak"]
     assert len(spoken) == 2, result.decisions

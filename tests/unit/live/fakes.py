@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,20 +109,34 @@ class _Stream:
 
 
 class FakeInputStream(_Stream):
-    """Hears the device's PCM, then silence."""
+    """Hears the device's PCM, then silence; with a hold, silence at its point until it lifts."""
 
     def __init__(self, sd: FakeSoundDevice, *, channels: int, dtype: str, **kw: Any) -> None:
         assert dtype == "int16"
         super().__init__(sd, kw["samplerate"], kw["blocksize"], kw["callback"])
         self.channels = channels
         self.device = kw.get("device")
+        #: Where in the device's PCM the next block starts (behind the clock by the holds).
+        self.position = 0
+        self.held_frames = 0
+
+    def _holding(self) -> bool:
+        if self.sd.hold is None:
+            return False
+        at_ms, until = self.sd.hold
+        return self.position >= at_ms * self.sd.input_rate // 1000 and not until()
 
     def step(self) -> None:
         with self._lock:
             n = self.blocksize
-            start = self.frames_done
             src = self.sd.input_frames
             block = np.zeros((n, self.channels), dtype=np.int16)
+            start = self.position
+            if self._holding():
+                self.held_frames += n
+                start = len(src)  # silence, and the PCM waits
+            else:
+                self.position += n
             part = src[start : start + n]
             block[: len(part), : min(self.channels, src.shape[1])] = part[:, : self.channels]
             info = TimeInfo(
@@ -144,6 +159,8 @@ class FakeOutputStream(_Stream):
         super().__init__(sd, kw["samplerate"], kw["blocksize"], kw["callback"])
         self.device = kw.get("device")
         self.played = bytearray()
+        #: Blocks the callback filled with anything but silence.
+        self.audible_blocks = 0
 
     def step(self) -> None:
         with self._lock:
@@ -152,6 +169,7 @@ class FakeOutputStream(_Stream):
             info = TimeInfo(currentTime=self.time, outputBufferDacTime=self.time + self.latency)
             self.callback(out, n, info, Flags())
             self.played += out.astype("<i2").tobytes()
+            self.audible_blocks += bool(out.any())
             self.frames_done += n
 
     def render(self, ms: int) -> None:
@@ -178,6 +196,7 @@ class FakeSoundDevice:
         output_latency_s: float = 0.0,
         devices: bool = True,
         speaker: bool = True,
+        hold: tuple[int, Callable[[], bool]] | None = None,
     ) -> None:
         if wav is not None:
             self.input_frames, rate = read_wav(wav)
@@ -190,8 +209,15 @@ class FakeSoundDevice:
         self.output_latency_s = output_latency_s
         self.devices = devices
         self.speaker = speaker  # False: a machine with a microphone and no output device
+        #: (ms, until): the microphone hears silence from `ms` of its PCM until `until()`
+        #: holds, then the rest (a talker who waits for something, e.g. `answer_audible`).
+        self.hold = hold
         self.inputs: list[FakeInputStream] = []
         self.outputs: list[FakeOutputStream] = []
+
+    def answer_audible(self) -> bool:
+        """Whether the speaker has played anything but silence."""
+        return any(out.audible_blocks for out in self.outputs)
 
     def query_devices(self, device: Any = None, kind: Any = None) -> list[dict[str, Any]]:
         if not self.devices:
