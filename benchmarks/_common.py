@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import asyncio
 import importlib
 import inspect
@@ -108,7 +109,24 @@ class TimedTarget:
     inner: Any
     send_cost_s: float = 0.0
     naive_sleep: bool = False
-    releases: list[Release] = field(default_factory=list)
+    # Columns, not an object per append: hundreds of sessions' records would otherwise be
+    # the largest thing the client's garbage collector walks, and the lateness they measure
+    # would include the collections they cause. Units: -1 for none; sent at 0.0 until sent.
+    _starts: array.array[int] = field(default_factory=lambda: array.array("q"))
+    _ends: array.array[int] = field(default_factory=lambda: array.array("q"))
+    _units: array.array[int] = field(default_factory=lambda: array.array("q"))
+    _released: array.array[float] = field(default_factory=lambda: array.array("d"))
+    _sent: array.array[float] = field(default_factory=lambda: array.array("d"))
+
+    @property
+    def releases(self) -> list[Release]:
+        """Every append as it was released, in order."""
+        return [
+            Release(start, end, None if unit < 0 else unit, released, sent)
+            for start, end, unit, released, sent in zip(
+                self._starts, self._ends, self._units, self._released, self._sent, strict=True
+            )
+        ]
 
     @property
     def capabilities(self) -> Capabilities:
@@ -140,8 +158,12 @@ class TimedTarget:
         """Record the release time, send, then pay the simulated cost (and the naive sleep)."""
         start = media_start_ms or 0
         end = media_end_ms if media_end_ms is not None else start
-        release = Release(start, end, unit_index, time.monotonic())
-        self.releases.append(release)
+        row = len(self._sent)
+        self._starts.append(start)
+        self._ends.append(end)
+        self._units.append(-1 if unit_index is None else unit_index)
+        self._released.append(time.monotonic())
+        self._sent.append(0.0)
         event_id: str = await self.inner.append_input(
             pcm,
             video_frames=video_frames,
@@ -150,7 +172,7 @@ class TimedTarget:
             media_end_ms=media_end_ms,
             unit_index=unit_index,
         )
-        release.sent_at = time.monotonic()
+        self._sent[row] = time.monotonic()
         if self.send_cost_s:
             busy_wait(self.send_cost_s)
         if self.naive_sleep:
@@ -164,11 +186,12 @@ class TimedTarget:
 
     def lateness_ms(self, t0: float) -> list[float]:
         """Each release's lateness against its deadline `t0 + media_end_ms` (negative: early)."""
-        return [(r.released_at - t0) * 1000 - r.media_end_ms for r in self.releases]
+        return [(at - t0) * 1000 - end for at, end in zip(self._released, self._ends, strict=True)]
 
     def send_ms(self) -> list[float]:
         """How long each `append_input` took (encoding, the socket write, flow control)."""
-        return [(r.sent_at - r.released_at) * 1000 for r in self.releases if r.sent_at]
+        pairs = zip(self._sent, self._released, strict=True)
+        return [(sent - released) * 1000 for sent, released in pairs if sent]
 
 
 def _serve_options(script: Path) -> list[str]:

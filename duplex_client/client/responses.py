@@ -31,8 +31,12 @@ class ResponseHandle(ResponseState):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(response_id, sample_rate_hz=sample_rate_hz, clock=clock)
-        self._chunks: DropOldestQueue[bytes] = DropOldestQueue()
-        self._done = asyncio.Event()
+        # The chunk queue and the end event are made when first needed: most responses of a
+        # duplex session are listens nobody reads or awaits, one a unit, kept for the record,
+        # and each of these would add five objects the garbage collector walks (issue 34).
+        self._chunks: DropOldestQueue[bytes] | None = None
+        self._audio_closed = False
+        self._done: asyncio.Event | None = None
         self._reader: weakref.ref[_AudioStream] | None = None
 
     def audio(self) -> AsyncIterator[bytes]:
@@ -47,27 +51,42 @@ class ResponseHandle(ResponseState):
                 f"response {self.response_id!r} audio already has a consumer: read it from "
                 "that one stream, or use audio_bytes()/audio_since(n)"
             )
-        stream = _AudioStream(self._chunks)
+        stream = _AudioStream(self._chunk_queue())
         self._reader = weakref.ref(stream)
         return stream
 
     async def wait(self, timeout: float | None = None) -> ResponseHandle:
         """Wait until the response is done; returns self."""
+        if self.done:
+            return self
+        if self._done is None:
+            self._done = asyncio.Event()
         async with asyncio.timeout(timeout):  # not wait_for: it can swallow a cancel (3.11)
             await self._done.wait()
         return self
 
+    def _chunk_queue(self) -> DropOldestQueue[bytes]:
+        """The audio chunks' queue (closed already if the audio has ended)."""
+        if self._chunks is None:
+            self._chunks = DropOldestQueue()
+            if self._audio_closed:
+                self._chunks.close()
+        return self._chunks
+
     # --- told by the pure state ---
 
     def _on_audio(self, pcm: bytes) -> None:
-        self._chunks.put(pcm)
+        self._chunk_queue().put(pcm)
 
     def _on_audio_end(self) -> None:
-        self._chunks.close()
+        self._audio_closed = True
+        if self._chunks is not None:
+            self._chunks.close()
 
     def _on_done(self) -> None:
-        self._chunks.close()
-        self._done.set()
+        self._on_audio_end()
+        if self._done is not None:
+            self._done.set()
 
 
 class _AudioStream:

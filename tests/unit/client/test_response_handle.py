@@ -89,3 +89,45 @@ async def test_fencing_ends_the_stream_and_done_wakes_waiters() -> None:
     waiting = asyncio.create_task(handle.wait(5))
     t.feed(ev("response.done", response={"id": "r1", "status": "cancelled"}))
     assert await waiting is handle and handle.done and handle.status == "cancelled"
+
+
+def _reachable_types(handle: ResponseHandle) -> set[str]:
+    import gc
+
+    return {type(o).__name__ for o in gc.get_referents(*gc.get_referents(handle))}
+
+
+async def test_a_listen_nobody_reads_or_awaits_holds_no_queue_or_event() -> None:
+    t = ResponseTracker(lambda h: None, new_response=ResponseHandle, clock=lambda: 0.0)
+    t.feed(ev("response.listen"))  # a unit the model listened through
+    (handle,) = t.listens
+    assert handle.done and handle.decision == "listen"
+    # one is kept per unit for the record: each queue and event is more for the collector
+    assert not {"DropOldestQueue", "Event", "deque"} & _reachable_types(handle)
+    assert await asyncio.wait_for(handle.wait(), 1) is handle
+    assert [c async for c in handle.audio()] == []  # ended: the stream ends at once
+
+
+async def test_audio_read_after_the_end_has_every_chunk_and_a_late_waiter_returns() -> None:
+    t = tracker()
+    handle = t.handles["r1"]
+    waiter = asyncio.create_task(handle.wait())
+    await asyncio.sleep(0)
+    t.feed(audio("r1"))
+    t.feed(audio("r1"))
+    t.feed(ev("response.done", response={"id": "r1", "status": "completed"}))
+    assert await asyncio.wait_for(waiter, 1) is handle
+    assert [c async for c in handle.audio()] == [CHUNK, CHUNK]
+    assert await asyncio.wait_for(handle.wait(timeout=0), 1) is handle
+
+
+async def test_audio_of_a_fenced_response_read_later_ends_after_what_came() -> None:
+    t = tracker()
+    handle = t.handles["r1"]
+    t.feed(audio("r1"))
+    t.fence("r1")
+    t.feed(audio("r1"))  # refused: fenced
+    assert [c async for c in handle.audio()] == [CHUNK]
+    fresh = tracker()
+    fresh.fence("r1")  # fenced before any audio: the stream started later ends at once
+    assert [c async for c in fresh.handles["r1"].audio()] == []
