@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -173,6 +174,18 @@ SCENARIOS: dict[str, Any] = {
 }
 
 
+#: Runs of a scenario whose timing a loaded machine lost (a stall of a few hundred ms makes it
+#: timing-invalid, with a warning in `result.json`): such a run is a different run, not a
+#: changed record, so it is run again; the last attempt is compared whatever it says.
+TIMING_ATTEMPTS = 3
+
+
+def _timing_kept(bundle: Path) -> bool:
+    """Whether the run kept its timing (a bundle without `result.json` has nothing to lose)."""
+    result = bundle / "result.json"
+    return not result.exists() or json.loads(result.read_text()).get("timing_valid") is not False
+
+
 def run_scenarios(work: Path, cli: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run every scenario against one scripted server; their digests by name."""
     (work / "script.json").write_text(json.dumps(SCRIPT))
@@ -194,10 +207,14 @@ def run_scenarios(work: Path, cli: str, env: dict[str, str] | None = None) -> di
         url = line.split()[1]
         digests = {}
         for name, args in SCENARIOS.items():
-            done = subprocess.run(
-                [cli, *args(work, url)], capture_output=True, text=True, env=env, timeout=120
-            )
-            assert done.returncode == 0, f"{name}: {done.stderr}"
+            for attempt in range(TIMING_ATTEMPTS):
+                shutil.rmtree(work / name, ignore_errors=True)
+                done = subprocess.run(
+                    [cli, *args(work, url)], capture_output=True, text=True, env=env, timeout=120
+                )
+                assert done.returncode == 0, f"{name}: {done.stderr}"
+                if _timing_kept(work / name) or attempt == TIMING_ATTEMPTS - 1:
+                    break
             digests[name] = bundle_digest(work / name, (str(work), str(ROOT)))
         return digests
     finally:
