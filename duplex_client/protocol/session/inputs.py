@@ -6,6 +6,7 @@ one in (`AudioEncoder`), so this module stays free of media libraries.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypedDict, Unpack
 
@@ -139,6 +140,7 @@ class RecentFrameEncodings:
     def __init__(self, size: int = 4) -> None:
         self.size = size
         self._by_id: dict[int, tuple[bytes, str]] = {}
+        self._lock = threading.Lock()  # sessions of several loops (threads) share it
 
     def encoded(self, frame: bytes) -> str:
         """`frame`'s base64, encoded once while it stays among the last `size` frames."""
@@ -146,10 +148,11 @@ class RecentFrameEncodings:
         if entry is not None and entry[0] is frame:  # the entry holds it: its id is not reused
             return entry[1]
         text = b64encode(frame)
-        by_id = self._by_id
-        by_id[id(frame)] = (frame, text)
-        if len(by_id) > self.size:
-            del by_id[next(iter(by_id))]  # the oldest (dicts keep insertion order)
+        with self._lock:
+            by_id = self._by_id
+            by_id[id(frame)] = (frame, text)
+            if len(by_id) > self.size:
+                del by_id[next(iter(by_id))]  # the oldest (dicts keep insertion order)
         return text
 
 
