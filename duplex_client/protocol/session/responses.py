@@ -236,9 +236,7 @@ class ResponseTracker(Generic[H]):
             self._done(event)
         elif isinstance(event, InputAudioBufferCommitted):
             self._commits_in_flight.discard(event.client_event_id or "")
-            for handle in self.finished[self._unsealed :]:
-                handle.sealed = True
-            self._unsealed = len(self.finished)
+            self._seal_finished()
         elif isinstance(event, ErrorEvent):
             self._commits_in_flight.discard(event.error.event_id or "")
         elif isinstance(event, r.OutputAudioBufferCleared):
@@ -272,6 +270,10 @@ class ResponseTracker(Generic[H]):
         `ack_only`), never one that fails the run.
         """
         self._commits_in_flight.add(event_id)
+        self._seal_finished()
+
+    def _seal_finished(self) -> None:
+        """Mark every response finished since the last commit as sealed by this one."""
         for handle in self.finished[self._unsealed :]:
             handle.sealed = True
         self._unsealed = len(self.finished)
