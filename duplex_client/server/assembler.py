@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,6 +42,11 @@ class FramePack:
         """Base64 characters held (what counts toward the pending-input limit)."""
         return sum(len(f) for f in self.frames)
 
+    @property
+    def count(self) -> int:
+        """Images in the pack (one digest each, also once the images are let go)."""
+        return len(self.sha256)
+
 
 @dataclass(frozen=True, slots=True)
 class Unit:
@@ -63,7 +68,13 @@ class Unit:
     @property
     def frame_count(self) -> int:
         """Images in the unit."""
-        return len(self.frames.frames) if self.frames else 0
+        return self.frames.count if self.frames else 0
+
+    def without_images(self) -> Unit:
+        """The unit with its images' digests but not the images (its PCM and labels kept)."""
+        if self.frames is None or not self.frames.frames:
+            return self
+        return replace(self, frames=FramePack(frames=(), sha256=self.frames.sha256))
 
     def view(self) -> UnitView:
         """The engine's view of the unit."""

@@ -57,6 +57,8 @@ class InputBuffer:
         self._assembler = self._new_assembler(settings)
         self._queue = ManualQueue()
         self._turn_units: list[Unit] = []
+        #: The open turn's latest frame-bearing unit the engine decided on with its images.
+        self._seen_images: Unit | None = None
         self._turn_item_id: str | None = None
         self._next_turn_id = 1
         self._audio_started = False
@@ -157,13 +159,32 @@ class InputBuffer:
         return self._assembler.add_vision(frames)
 
     def accept(self, units: list[Unit], *, hold: bool) -> list[Unit]:
-        """Add units to the open turn; held (manual lane) or returned for the model pipeline."""
-        self._turn_units.extend(units)
+        """Add units to the open turn; held (manual lane) or returned for the model pipeline.
+
+        A unit the pipeline takes is decided on with its images as it arrives, so the open
+        turn keeps the images of its latest such unit only (the others keep their count and
+        digests): a turn's view shows its latest image, and a stream that never commits would
+        otherwise hold every frame it sent.
+        """
+        for unit in units:
+            if not hold and unit.frames is not None and unit.frames.frames:
+                self._let_go_of_seen_images()
+                self._seen_images = unit
+            self._turn_units.append(unit)
         if not hold:
             return units
         for unit in units:
             self._queue.hold(unit)
         return []
+
+    def _let_go_of_seen_images(self) -> None:
+        """Replace the last seen frame-bearing unit in the open turn by its image-less copy."""
+        seen, self._seen_images = self._seen_images, None
+        turn = self._turn_units
+        for i in range(len(turn) - 1, -1, -1):
+            if turn[i] is seen:
+                turn[i] = turn[i].without_images()
+                return
 
     def release_queue(self) -> list[Unit]:
         """Take the manual-lane queue (the units go to the model)."""
@@ -182,6 +203,7 @@ class InputBuffer:
             self._turn_units.append(residual)
             to_model.append(residual)
         units, self._turn_units = self._turn_units, []
+        self._seen_images = None
         if self.vad is not None:
             self.vad.turn_sealed()
         speech = any(u.speech for u in units) and is_speech is not False

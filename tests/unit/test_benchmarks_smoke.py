@@ -242,6 +242,10 @@ def test_eval_admission_modes_parse_and_judge(monkeypatch: pytest.MonkeyPatch) -
     assert "MET (wall 1.25 x" in modes.verdict("video720", 32, 20, good)
     slow = {**good, "wall_s": 60.0, "timing_valid": 30, "timing_invalid": 2}
     line = modes.verdict("video720", 32, 20, slow)
-    assert "MISSED: 2 item(s) not timing-valid; wall 1.50 x" in line
+    assert "MISSED: 2 item(s) not timing-valid; wall 1.50 x" in line and "floor" not in line
+    cheap = {**good, "wall_s": 23.8, "cpu_s": 22.4}  # all 32 at once: real time is the floor
+    line = modes.verdict("video720", 32, 20, cheap)
+    assert "MISSED: wall 1.70 x the CPU need / budget; the bound 1.3 x 14.0 s is below" in line
+    assert line.endswith("wall 1.19 x that floor")
     audio = {**good, "wall_s": 85.0, "timing_valid": 256}
     assert "MET (94.1% of the ideal)" in modes.verdict("audio256", 256, 10, audio)

@@ -102,6 +102,8 @@ class UnitView:
     duration_ms: int
     frames: int
     #: The unit's PCM (padding included), its rate and sample width, and its base64 images.
+    #: In a turn's view only the turn's latest frame-bearing unit that the engine decided on
+    #: as it arrived still shows its images (`frames` counts them all).
     pcm: bytes = field(default=b"", repr=False)
     sample_rate_hz: int = 16000
     bytes_per_sample: int = 2

@@ -149,7 +149,7 @@ class SpeechEngine:
                     ),
                 ),
             )
-        if any(u.images for u in turn.units):
+        if any(u.frames for u in turn.units):
             return self._after(
                 [],
                 lambda _: self._spoken(

@@ -57,6 +57,34 @@ def test_an_idle_turn_keeps_only_its_latest_audio_and_frames() -> None:
     assert buf.held_bytes == sum(u.charge for u in kept) == SECOND + 4
 
 
+def test_an_open_turn_keeps_the_images_of_its_latest_seen_unit_only() -> None:
+    """A stream that never commits holds one image, not every frame it sent."""
+    buf = _buffer(limit=100 * SECOND)
+    seen = []
+    for k in range(30):
+        frames = FramePack(frames=(f"QUJD{k:02d}",), sha256=(f"sha{k}",))
+        seen += buf.accept(buf.add_audio(bytes(SECOND), True, frames), hold=False)
+    assert [u.frames.frames for u in seen] == [(f"QUJD{k:02d}",) for k in range(30)]
+    units = buf.open_units
+    assert len(units) == 30 and [u.pcm for u in units] == [bytes(SECOND)] * 30
+    assert [u.frames.sha256 for u in units if u.frames] == [(f"sha{k}",) for k in range(30)]
+    assert [u.frames.frames for u in units if u.frames and u.frames.frames] == [("QUJD29",)]
+    _, turn = buf.seal(None)
+    view = turn.view()
+    assert view.frames == 30 and [u.frames for u in view.units] == [1] * 30
+    assert [u.images for u in view.units if u.images] == [("QUJD29",)]
+
+
+def test_held_units_keep_their_images_until_the_commit() -> None:
+    buf = _buffer(limit=100 * SECOND)
+    for k in range(3):
+        frames = FramePack(frames=(f"QUJD{k}",), sha256=(f"sha{k}",))
+        buf.accept(buf.add_audio(bytes(SECOND), True, frames), hold=True)
+    to_model, turn = buf.seal(None)
+    assert [u.frames.frames for u in to_model if u.frames] == [("QUJD0",), ("QUJD1",), ("QUJD2",)]
+    assert [u.view().images for u in turn.units] == [("QUJD0",), ("QUJD1",), ("QUJD2",)]
+
+
 def test_a_partial_commit_names_the_turn_its_final_commit_keeps() -> None:
     buf = _buffer()
     buf.add_audio(bytes(SECOND // 4), True, None)
