@@ -303,6 +303,16 @@ def steal_cpu_s() -> float:
     return float(getattr(psutil().cpu_times(), "steal", 0.0))
 
 
+def minor_faults(pid: int) -> int | None:
+    """Minor page faults of process `pid` so far (Linux `/proc`; None elsewhere)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    # Fields after the command name, which may hold spaces: state is first, minflt eighth.
+    return int(stat.rsplit(")", 1)[1].split()[7])
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table (first column left-aligned, the rest right-aligned)."""
     align = ["---", *["---:"] * (len(headers) - 1)]

@@ -10,9 +10,9 @@ Reported per N: client CPU per session (the client process's CPU time over the s
 window, divided by session-seconds streamed), the sessions one client core would carry at
 that cost, append lateness against the media deadlines (p50/p99/max over every append of
 every session), the client's RSS growth and minor page faults per append, the server's CPU
-(its process, % of one core) and the unit round trip: from the release of the append
-closing a unit to the arrival of the server's `response.listen` for that unit. The
-baseline of each row is the N = 10 row of the same run.
+(its process, % of one core) and minor page faults per append (Linux), and the unit round
+trip: from the release of the append closing a unit to the arrival of the server's
+`response.listen` for that unit. The baseline of each row is the N = 10 row of the same run.
 Run: `python -m benchmarks.bench_sessions` (`--quick` or `BENCH_QUICK=1`: a smoke run;
 `BENCH_NO_RECONNECT=1`: clients with `reconnect=False`, i.e. without the resend outbox;
 `BENCH_LEVELS=10,200`: only those N).
@@ -38,6 +38,7 @@ from benchmarks._common import (
     busy_cpu_s,
     camera_image,
     machine,
+    minor_faults,
     percentile,
     psutil,
     quick_mode,
@@ -141,6 +142,7 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
     gc.collect()
     start = time.monotonic() + 0.2
     faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    server_faults0 = minor_faults(server_pid)
     cpu0, srv0, all0, wall0 = _cpu_s(me), _cpu_s(server), busy_cpu_s(), time.monotonic()
     steal0 = steal_cpu_s()
 
@@ -158,6 +160,7 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
     cpu1, srv1, all1, wall1 = _cpu_s(me), _cpu_s(server), busy_cpu_s(), time.monotonic()
     steal = steal_cpu_s() - steal0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
+    server_faults1 = minor_faults(server_pid)
     rss = me.memory_info().rss
     await _close(sessions)
 
@@ -188,6 +191,11 @@ async def run_level(url: str, server_pid: int, n: int, seconds: int) -> dict[str
         "units": len(trips),
         "rss_growth_mb": (rss - rss0) / 2**20,
         "faults_per_append": faults / max(len(late), 1),
+        "server_faults_per_append": (
+            None
+            if server_faults0 is None or server_faults1 is None
+            else (server_faults1 - server_faults0) / max(len(late), 1)
+        ),
         "send_p50": percentile(sends, 0.5),
         "send_p99": percentile(sends, 0.99),
         "send_max": max(sends, default=0.0),
@@ -237,6 +245,9 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
             f"{r['trip_p99']:.1f}",
             f"{r['other_core_pct']:.0f}%",
             f"{r['steal_core_pct']:.0f}%",
+            "–"
+            if r.get("server_faults_per_append") is None
+            else f"{r['server_faults_per_append']:.1f}",
         )
         for r in results
     ]
@@ -248,6 +259,7 @@ def report(results: list[dict[str, Any]], seconds: int, jpeg_bytes: int) -> str:
         "unit round trip p99 (ms)",
         "other processes' CPU (of 1 core)",
         "hypervisor steal (of 1 core)",
+        "server page faults per append",
     )
     head = (
         f"sessions: {seconds} s per session of 200 ms appends + 1 fps 640x480 JPEG "
