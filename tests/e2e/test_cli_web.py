@@ -103,12 +103,24 @@ def test_a_browser_session_through_the_cli_prints_its_states_and_bundle(
     assert bundle.parent == tmp_path / "runs" and (bundle / "result.json").exists()
     assert json.loads((bundle / "result.json").read_text())["ok"]
     # the recorded input goes out again, byte for byte, to another server
-    replayed = subprocess.run(
-        [CLI, "replay", str(bundle), "--url", server.url, "-o", str(tmp_path / "again")],
-        capture_output=True, text=True, env=ENV, timeout=120,
-    )  # fmt: skip
+    try:
+        # Well inside the test's own time limit, so that a replay that hangs says where.
+        replayed = subprocess.run(
+            [CLI, "replay", str(bundle), "--url", server.url, "-o", str(tmp_path / "again")],
+            capture_output=True, text=True, env=ENV, timeout=60,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        out, err = _text(exc.stdout), _text(exc.stderr)
+        pytest.fail(f"replay still running after 60 s; it said:\n{out}\n{err}")
     assert replayed.returncode == 0, replayed.stderr
     assert "input identical: yes" in replayed.stdout + replayed.stderr
+
+
+def _text(output: str | bytes | None) -> str:
+    """What a timed-out child wrote (bytes even in text mode), as text."""
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
 
 
 def test_listening_beyond_loopback_warns(tmp_path: Path) -> None:
