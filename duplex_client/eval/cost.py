@@ -220,7 +220,7 @@ def _plan_ms(options: RunOptions) -> float:
                 base64.b64encode(data)
                 hashlib.sha256(data).digest()
                 if options.thumbnails:
-                    make_thumbnail(data)
+                    make_thumbnail(data, size=(image.width, image.height))
             if append.media_end_ms >= CALIBRATE_MS:
                 break
         return (time.thread_time() - started) * 1000

@@ -75,6 +75,49 @@ def test_the_writer_shrinks_to_160_keeps_small_ones_and_skips_what_does_not_deco
     assert not (frames / "6_0.jpg").exists()
 
 
+def textured_jpeg(width: int, height: int) -> bytes:
+    """A real JPEG of a picture with detail: gradients, stripes and noise."""
+    rng = np.random.default_rng(3)
+    y, x = np.mgrid[0:height, 0:width]
+    pixels = np.stack([x * 255 // width, y * 255 // height, (x // 7 + y // 5) % 2 * 200], -1)
+    pixels = np.clip(pixels + rng.integers(-20, 20, pixels.shape), 0, 255).astype(np.uint8)
+    ok, buf = cv2.imencode(".jpg", pixels)
+    assert ok
+    return bytes(buf)
+
+
+def decoded(data: bytes | None) -> Any:
+    """The pixels of JPEG bytes."""
+    assert data is not None
+    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+
+
+def test_a_jpeg_of_known_size_is_decoded_reduced_into_the_same_thumbnail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = textured_jpeg(1280, 720)
+    whole = decoded(make_thumbnail(data))
+    reads: list[int] = []
+    imdecode = cv2.imdecode
+
+    def spied(buf: Any, flags: int) -> Any:
+        reads.append(flags)
+        return imdecode(buf, flags)
+
+    monkeypatch.setattr(cv2, "imdecode", spied)
+    reduced = decoded(make_thumbnail(data, size=(1280, 720)))
+    assert reads[0] == cv2.IMREAD_REDUCED_COLOR_8  # 160x90 straight from the DCT
+    assert reduced.shape == whole.shape == (90, 160, 3)
+    assert np.abs(reduced.astype(int) - whole.astype(int)).mean() < 4  # the same picture
+    reads.clear()
+    assert decoded(make_thumbnail(data, size=(1000, 720))).shape == (90, 160, 3)
+    assert reads[:2] == [cv2.IMREAD_REDUCED_COLOR_4, cv2.IMREAD_COLOR]  # not that size: whole
+    reads.clear()
+    small = textured_jpeg(200, 150)
+    assert decoded(make_thumbnail(small, size=(200, 150))).shape == (120, 160, 3)
+    assert reads[0] == cv2.IMREAD_COLOR  # half of 200 is below 160: no reduction covers it
+
+
 def test_a_png_frame_gets_a_jpeg_thumbnail_and_no_frames_no_folder(tmp_path: Path) -> None:
     ok, png = cv2.imencode(".png", colour_frame(2, 320, 200))
     assert ok

@@ -12,7 +12,9 @@ ack timer) are left out of the events. Two runs of the same scripted stream give
 tests.support.golden DIR` records their digests as `DIR/<scenario>.json`. The files in
 `tests/data/golden/` were recorded by the code before the run layer's move (c1c145a), with
 this module copied into that tree: `tests/integration/test_golden_bundles.py` runs the same
-scenarios now and compares.
+scenarios now and compares. The thumbnails' digests (`frames/*.jpg`) were recorded again when
+a JPEG of known size began to be decoded at a reduced scale for its thumbnail (issue 31);
+nothing else in those files changed then.
 """
 
 from __future__ import annotations
