@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from duplex_client.bundle.layout import THUMBNAILS_DIR, BundleLayout, thumbnail_name
 from duplex_client.framing.plan import PlannedAppend
@@ -98,27 +99,34 @@ def make_thumbnail(
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     if size is not None and data[:2] == b"\xff\xd8" and min(size) > 0:
-        width, height = size
-        fit = fit_size(width, height, max_side)
-        reduced = (
-            (8, cv2.IMREAD_REDUCED_COLOR_8),
-            (4, cv2.IMREAD_REDUCED_COLOR_4),
-            (2, cv2.IMREAD_REDUCED_COLOR_2),
-        )
-        for denominator, flag in reduced:
-            shape = (-(-height // denominator), -(-width // denominator))  # libjpeg rounds up
-            if shape[0] < fit[1] or shape[1] < fit[0]:
-                continue
-            pixels = cv2.imdecode(buf, flag)
-            if pixels is not None and pixels.shape[:2] == shape:
-                if (pixels.shape[1], pixels.shape[0]) != fit:
-                    pixels = cv2.resize(pixels, fit, interpolation=cv2.INTER_AREA)
-                return encode_jpeg(pixels, quality)
-            break  # not the size it was said to be: decode it whole
+        fit = fit_size(*size, max_side)
+        pixels = _decode_reduced(buf, size, fit)
+        if pixels is not None:
+            if (pixels.shape[1], pixels.shape[0]) != fit:
+                pixels = cv2.resize(pixels, fit, interpolation=cv2.INTER_AREA)
+            return encode_jpeg(pixels, quality)
     pixels = cv2.imdecode(buf, cv2.IMREAD_COLOR)
     if pixels is None:
         return None
     return encode_jpeg(resize_to_fit(pixels, max_side), quality)
+
+
+def _decode_reduced(buf: Any, size: tuple[int, int], fit: tuple[int, int]) -> Any | None:
+    """A JPEG decoded at the smallest 1/8, 1/4 or 1/2 scale that still covers `fit`; None when
+    no such scale exists or the image is not the `size` it was said to be."""
+    import cv2
+
+    width, height = size
+    for denominator, flag in (
+        (8, cv2.IMREAD_REDUCED_COLOR_8),
+        (4, cv2.IMREAD_REDUCED_COLOR_4),
+        (2, cv2.IMREAD_REDUCED_COLOR_2),
+    ):
+        shape = (-(-height // denominator), -(-width // denominator))  # libjpeg rounds up
+        if shape[0] >= fit[1] and shape[1] >= fit[0]:
+            pixels = cv2.imdecode(buf, flag)
+            return pixels if pixels is not None and pixels.shape[:2] == shape else None
+    return None
 
 
 class ThumbnailWriter:
