@@ -31,13 +31,11 @@ from duplex_client.analysis.annotations import SpeechSegment
 from duplex_client.media.vad import (
     SAMPLE_RATE_HZ,
     WINDOW_MS,
-    WINDOW_SAMPLES,
-    SileroModel,
-    VadStream,
+    SileroSequence,
     VadUnavailable,
     load_onnxruntime,
     pcm16_to_float,
-    shared_model,
+    shared_sequence_model,
 )
 
 __all__ = [
@@ -96,15 +94,13 @@ def detect_speech(
     threshold: float = DEFAULT_THRESHOLD,
     min_speech_ms: float = DEFAULT_MIN_SPEECH_MS,
     min_silence_ms: float = DEFAULT_MIN_SILENCE_MS,
-    model: SileroModel | None = None,
+    model: SileroSequence | None = None,
 ) -> list[SpeechSegment]:
     """User-speech segments of 16 kHz mono audio (PCM16 bytes, int16 or float array), media ms."""
     _check_params(threshold, min_speech_ms, min_silence_ms)
     samples = pcm16_to_float(pcm)
     load_onnxruntime()  # checked on every call, even when the shared model is already loaded
-    stream = VadStream(model or shared_model())
-    tail = -len(samples) % WINDOW_SAMPLES  # score the last partial window too
-    probs = stream.push(np.concatenate([samples, np.zeros(tail, dtype=np.float32)]))
+    probs = (model or shared_sequence_model()).probabilities(samples)
     return segments_from_probabilities(
         probs,
         threshold=threshold,

@@ -324,10 +324,10 @@ def _warm() -> None:
     """Load what a build needs before the first is asked (the VAD model if it is there)."""
     from duplex_client.media.resample import resample  # noqa: F401
     from duplex_client.media.speech import VadUnavailable
-    from duplex_client.media.vad import shared_model
+    from duplex_client.media.vad import shared_sequence_model
 
     with contextlib.suppress(VadUnavailable):
-        shared_model()
+        shared_sequence_model()
 
 
 def main() -> None:

@@ -21,10 +21,10 @@ from duplex_client.media.plan_cache.store import PlanCache
 @functools.cache
 def _model_fingerprint() -> dict[str, str]:
     """The VAD model file's sha256 and the onnxruntime version (`VadUnavailable` without it)."""
-    from duplex_client.media.vad import MODEL_PATH, load_onnxruntime
+    from duplex_client.media.vad import SEQUENCE_MODEL_PATH, load_onnxruntime
 
     ort = load_onnxruntime()
-    digest = hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest()
+    digest = hashlib.sha256(SEQUENCE_MODEL_PATH.read_bytes()).hexdigest()
     return {"model": digest, "onnxruntime": str(getattr(ort, "__version__", "?"))}
 
 

@@ -125,6 +125,32 @@ def test_low_white_noise_has_no_speech(speech_tools: None, level: float) -> None
     assert detect_speech(noise.astype(np.int16)) == []
 
 
+def _window_by_window(samples: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The one-window-a-call model's probabilities, the last partial window zero-padded."""
+    from duplex_client.media.vad import WINDOW_SAMPLES, VadStream
+
+    tail = np.zeros(-len(samples) % WINDOW_SAMPLES, dtype=np.float32)
+    return VadStream().push(np.concatenate([samples, tail]))
+
+
+def test_the_whole_signal_export_scores_as_the_window_by_window_model(two_phrases: Spoken) -> None:
+    from duplex_client.media.vad import SEQUENCE_BLOCK_WINDOWS, shared_sequence_model
+
+    speech = two_phrases.pcm.astype(np.float32) / 32768
+    rng = np.random.default_rng(5)
+    # Longer than one block of the export: the LSTM state crosses the block boundary.
+    long = np.concatenate([speech] * 4 + [rng.normal(0, 0.05, RATE).astype(np.float32)])
+    assert len(long) > SEQUENCE_BLOCK_WINDOWS * 512 and len(long) % 512
+    for samples in (speech, long, speech[:700], speech[:512]):
+        found = shared_sequence_model().probabilities(samples)
+        expected = _window_by_window(samples)
+        assert found.dtype == np.float32 and len(found) == len(expected)
+        assert np.array_equal(found, expected)  # bit for bit, not close
+    scores = shared_sequence_model().probabilities(speech)
+    assert float(scores.max()) >= 0.5 > float(scores.min())  # real speech, and silence
+    assert len(shared_sequence_model().probabilities(np.zeros(0, np.float32))) == 0
+
+
 def test_calls_from_several_threads_agree(two_phrases: Spoken) -> None:
     alone = detect_speech(two_phrases.pcm)
     with ThreadPoolExecutor(max_workers=4) as pool:
