@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +35,7 @@ WINDOW_MS: Final = WINDOW_SAMPLES * 1000 // SAMPLE_RATE_HZ  # 32
 VAD_EXTRA: Final = "duplex-client[vad]"
 
 Samples = NDArray[np.float32]
+_Model = TypeVar("_Model", "SileroModel", "SileroSequence")
 
 
 class VadUnavailable(RuntimeError):
@@ -134,27 +135,26 @@ class SileroSequence:
         return out
 
 
-_shared: SileroModel | None = None
-_shared_sequence: SileroSequence | None = None
+_shared: dict[type[Any], Any] = {}
 _shared_lock = threading.Lock()
+
+
+def _loaded_once(kind: type[_Model]) -> _Model:
+    with _shared_lock:  # held while loading: two first users never load it twice
+        if kind not in _shared:
+            _shared[kind] = kind()
+        model: _Model = _shared[kind]
+        return model
 
 
 def shared_model() -> SileroModel:
     """The process-wide window-by-window model, loaded on first use."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = SileroModel()
-        return _shared
+    return _loaded_once(SileroModel)
 
 
 def shared_sequence_model() -> SileroSequence:
     """The process-wide whole-signal model, loaded on first use."""
-    global _shared_sequence
-    with _shared_lock:
-        if _shared_sequence is None:
-            _shared_sequence = SileroSequence()
-        return _shared_sequence
+    return _loaded_once(SileroSequence)
 
 
 class VadStream:
