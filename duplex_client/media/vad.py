@@ -108,7 +108,6 @@ class SileroSequence:
 
     def __init__(self, path: Path = SEQUENCE_MODEL_PATH) -> None:
         self._session: Any = _single_threaded_session(path)
-        self._lock = threading.Lock()
 
     def probabilities(self, samples: Samples) -> NDArray[np.float32]:
         """Speech probability of every window of 16 kHz `samples` (the last one zero-padded),
@@ -125,13 +124,12 @@ class SileroSequence:
         hidden = np.zeros((1, 1, 128), dtype=np.float32)
         cell = np.zeros((1, 1, 128), dtype=np.float32)
         out = np.empty(count, dtype=np.float32)
-        with self._lock:
-            for first in range(0, count, SEQUENCE_BLOCK_WINDOWS):
-                block = np.ascontiguousarray(windows[first : first + SEQUENCE_BLOCK_WINDOWS])
-                probs, hidden, cell = self._session.run(
-                    None, {"input": block, "h": hidden, "c": cell}
-                )
-                out[first : first + len(block)] = probs.reshape(-1)
+        # No lock: the state is this call's own, and onnxruntime runs one session from several
+        # threads at once, so two inputs are scored on two cores.
+        for first in range(0, count, SEQUENCE_BLOCK_WINDOWS):
+            block = np.ascontiguousarray(windows[first : first + SEQUENCE_BLOCK_WINDOWS])
+            probs, hidden, cell = self._session.run(None, {"input": block, "h": hidden, "c": cell})
+            out[first : first + len(block)] = probs.reshape(-1)
         return out
 
 
