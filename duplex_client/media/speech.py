@@ -15,8 +15,8 @@ The defaults (threshold 0.5, 96 ms, 250 ms) put the end of eSpeak NG speech foll
 within about ±50 ms of the last audible sample and bridge eSpeak's comma pauses (about 160 ms
 of non-speech windows); a phrase ending in a released stop ("test") can end one window early.
 The function is pure (its own model state per call; onnxruntime runs the shared session from
-several threads at once), so it can run in worker threads. onnxruntime is imported when it runs, never at import
-time; without it `VadUnavailable` says to install `duplex-client[vad]`.
+several threads at once), so it can run in worker threads. onnxruntime is imported when it
+runs, never at import time; without it `VadUnavailable` says to install `duplex-client[vad]`.
 """
 
 from __future__ import annotations
