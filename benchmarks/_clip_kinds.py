@@ -31,6 +31,8 @@ KINDS_ENV = "BENCH_CLIPS_KINDS"
 #: Seconds after which no further kind is started (the rest are listed as skipped).
 BUDGET_ENV = "BENCH_CLIPS_BUDGET_S"
 DEFAULT_BUDGET_S = 600.0
+#: How many times a row's streams run in its one client process; CPU is the least run's.
+RUNS_ENV = "BENCH_CLIPS_RUNS"
 FPS = 30
 
 
@@ -96,6 +98,16 @@ def selected(quick: bool, raw: str | None = None) -> list[Kind]:
         choices = ", ".join([*KIND_SETS, *by_name])
         raise SystemExit(f"{KINDS_ENV} must name a set or kinds ({choices}), got {raw!r}")
     return [by_name[n] for n in names]
+
+
+def runs() -> int:
+    """How many times each row's streams run (`BENCH_CLIPS_RUNS`, default 1)."""
+    raw = os.environ.get(RUNS_ENV, "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"{RUNS_ENV} must be a whole number of runs of at least 1, got {raw!r}")
+    return int(raw)
 
 
 def budget_s() -> float:

@@ -4,11 +4,15 @@ Advancing a framer's plan is where media is decoded, resampled and JPEG-encoded,
 milliseconds for a video frame. `PlanPrefetcher` runs each `next(plan)` on a small shared
 thread pool and keeps at most `depth` planned appends waiting, so planning stays a bounded
 amount ahead of the media clock and memory stays flat. It refills once half of them are taken,
-planning several appends per trip to the pool while each is cheap (sliced PCM, a pre-encoded
-image): a thread hop per append cost more CPU than planning it. The framer is only ever
-touched by one thread at a time: while a worker advances it, the `ServerCommitFollower` holds
-back server commits and applies them on the loop's thread when the worker returns, before the
-next append is taken (so every append still goes out labelled for the grid as it then is).
+planning several appends per trip to the pool: while each is cheap (sliced PCM, a pre-encoded
+image), and, while the pool has no other stream's trip, for a share of the media
+already waiting for the sender (decoding several frames in one trip). A trip costs a thread
+hand-over and a wake-up of the loop, and a thread woken from idle runs on cold caches: one
+trip per frame cost about 1 ms per stream-second more than a few (benchmarks/README). The
+framer is only ever touched by one thread at a time: while a worker advances it, the
+`ServerCommitFollower` holds back server commits and applies them on the loop's thread when
+the worker returns, before the next append is taken (so every append still goes out labelled
+for the grid as it then is); a commit heard during a trip ends it after its step.
 
 `inline=True` plans on the loop's thread, one append at a time, as `stream` did before; it is
 used with injected fake clocks (deterministic tests), for sources in memory (where planning is
@@ -28,10 +32,14 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from duplex_client.client.server_commits import ServerCommitFollower
 from duplex_client.framing.plan import PlannedAppend
 
-#: Planned appends kept waiting per stream (8 × 200 ms: 1.6 s of media ahead, at most).
-DEFAULT_DEPTH = 8
-#: One trip to the pool plans further appends only while it has taken less than this.
+#: Planned appends kept waiting per stream (24 × 200 ms: 4.8 s of media ahead, at most).
+DEFAULT_DEPTH = 24
+#: One trip to the pool plans further appends while it has taken less than this...
 BATCH_BUDGET_S = 0.002
+#: ... or, when more media than that waits for the sender, this share of what waits...
+SLACK_SHARE = 0.05
+#: ... up to this: the longest a trip keeps a pool thread.
+MAX_BATCH_S = 0.05
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -45,6 +53,29 @@ def planning_pool() -> ThreadPoolExecutor:
             workers = max(2, os.cpu_count() or 1)
             _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="duplex-plan")
         return _pool
+
+
+class _TripCounter:
+    """Trips queued or running on a pool, from every stream of the process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def begin(self) -> int:
+        """Count one more trip; how many others were queued or running then."""
+        with self._lock:
+            self._count += 1
+            return self._count - 1
+
+    def end(self) -> None:
+        """One trip returned."""
+        with self._lock:
+            self._count -= 1
+
+
+#: Trips on the planning pool: a long trip would keep another stream's waiting.
+_pool_trips = _TripCounter()
 
 
 class PlanPrefetcher:
@@ -160,20 +191,21 @@ class PlanPrefetcher:
             return []
         return [planned]
 
-    def _batch(self, room: int) -> list[PlannedAppend]:
-        """Up to `room` appends, more than one only while planning them stays cheap.
+    def _batch(self, room: int, budget_s: float) -> list[PlannedAppend]:
+        """Up to `room` appends, more than one only while the trip has taken under `budget_s`.
 
-        A step that decodes, encodes or waits for its media ends the batch, so an append is
-        never held back behind the planning of the ones after it. A step that raises after
-        others were planned raises on the next trip, once those have gone out.
+        With little media waiting, a step that decodes or encodes ends the batch, so an
+        append is never held back behind the planning of the ones after it. A server commit
+        heard meanwhile ends it too (the sender waits for it to be applied). A step that
+        raises after others were planned raises on the next trip, once those have gone out.
         """
         if self._raised is not None:
             error, self._raised = self._raised, None
             raise error
-        deadline = time.perf_counter() + BATCH_BUDGET_S
+        deadline = time.perf_counter() + budget_s
         batch = self._step()
         while batch and len(batch) < room and not self._exhausted:
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= deadline or self._follower.deferred:
                 break
             try:
                 batch += self._step()
@@ -181,6 +213,12 @@ class PlanPrefetcher:
                 self._raised = exc
                 break
         return batch
+
+    def _trip_budget_s(self) -> float:
+        """How long the next trip may plan: a share of the media waiting (which so outlasts
+        the trip), at least `BATCH_BUDGET_S` and at most `MAX_BATCH_S`."""
+        share = SLACK_SHARE * self._follower.waiting_ms / 1000
+        return min(MAX_BATCH_S, max(BATCH_BUDGET_S, share))
 
     def _start(self) -> None:
         if self._task is None and not self._done:
@@ -197,10 +235,22 @@ class PlanPrefetcher:
                         self._space.clear()
                         await self._space.wait()
                 room = self._depth - self._follower.expected
+                # a long trip only on an otherwise idle pool: no other stream's trip waits
+                # behind it, and the loop's thread keeps a core
+                shared = self._executor is None
+                others = _pool_trips.begin() if shared else 0
+                budget = self._trip_budget_s() if others == 0 else BATCH_BUDGET_S
                 self._follower.planning()
                 # In the caller's context: a run's media-warning sink is a context variable.
                 step = contextvars.copy_context().run
-                self._busy = loop.run_in_executor(executor, step, self._batch, room)
+                try:
+                    self._busy = loop.run_in_executor(executor, step, self._batch, room, budget)
+                except BaseException:
+                    if shared:
+                        _pool_trips.end()
+                    raise
+                if shared:
+                    self._busy.add_done_callback(lambda _: _pool_trips.end())
                 try:
                     batch = await asyncio.shield(self._busy)
                 except asyncio.CancelledError:

@@ -78,6 +78,13 @@ class ServerCommitFollower:
         return len(self._pending)
 
     @property
+    def waiting_ms(self) -> int:
+        """Media time the expected appends span (0 when none is expected)."""
+        if not self._pending:
+            return 0
+        return self._pending[-1].media_end_ms - self._pending[0].media_start_ms
+
+    @property
     def deferred(self) -> bool:
         """Whether a commit heard during planning still waits to be applied."""
         return bool(self._deferred)

@@ -188,6 +188,13 @@ def test_clip_kinds_selection_and_time_box(monkeypatch: pytest.MonkeyPatch) -> N
         kinds.budget_s()
     monkeypatch.setenv(kinds.BUDGET_ENV, "90")
     assert kinds.budget_s() == 90.0
+    monkeypatch.delenv(kinds.RUNS_ENV, raising=False)
+    assert kinds.runs() == 1
+    monkeypatch.setenv(kinds.RUNS_ENV, "3")
+    assert kinds.runs() == 3
+    monkeypatch.setenv(kinds.RUNS_ENV, "0")
+    with pytest.raises(SystemExit, match="BENCH_CLIPS_RUNS must be a whole number"):
+        kinds.runs()
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "ffmpeg CLI not found" in str(kinds.ffmpeg_missing())
 

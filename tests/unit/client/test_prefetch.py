@@ -165,15 +165,18 @@ async def test_the_plan_runs_in_the_callers_context() -> None:
 
 
 class CountingPool(ThreadPoolExecutor):
-    """A pool that counts the trips made to it."""
+    """A pool that counts the trips made to it and how many appends each one planned."""
 
     def __init__(self) -> None:
         super().__init__(max_workers=1)
         self.trips = 0
+        self.sizes: list[int] = []
 
     def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
         self.trips += 1
-        return super().submit(fn, *args, **kwargs)
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda f: self.sizes.append(len(f.result() or [])))
+        return future
 
 
 async def drain(prefetch: PlanPrefetcher) -> list[int]:
@@ -196,17 +199,71 @@ async def test_cheap_appends_are_planned_several_per_trip_and_still_bounded() ->
     pool.shutdown()
 
 
-async def test_a_slow_step_ends_the_trip() -> None:
-    def slow(n: int) -> Iterator[PlannedAppend]:
-        for i in range(n):
-            time.sleep(BATCH_BUDGET_S * 3)  # a decode: the append goes out without waiting
-            yield planned(i)
+def slow(n: int) -> Iterator[PlannedAppend]:
+    for i in range(n):
+        time.sleep(BATCH_BUDGET_S * 3)  # a decode
+        yield planned(i)
 
+
+async def test_with_nothing_waiting_a_slow_step_ends_the_trip() -> None:
     pool = CountingPool()
     follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
     prefetch = PlanPrefetcher(slow(6), follower, depth=8, executor=pool)
     assert await drain(prefetch) == [i * 200 for i in range(6)]
-    assert pool.trips >= 6
+    assert pool.sizes[0] == 1  # the first append went out without waiting for the second
+    pool.shutdown()
+
+
+async def test_with_media_waiting_a_trip_plans_several_slow_steps() -> None:
+    """Once appends wait for the sender, a trip may take a share of the media they span, so
+    filling the queue takes fewer trips (hand-overs) than appends."""
+    pool = CountingPool()
+    follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
+    prefetch = PlanPrefetcher(slow(12), follower, depth=12, executor=pool)
+    assert await prefetch.next_start() == 0
+    for _ in range(100):
+        if follower.expected == 12:
+            break
+        await asyncio.sleep(0.02)
+    assert follower.expected == 12 and pool.sizes[0] == 1
+    assert pool.trips < 12 and max(pool.sizes) > 1
+    assert await drain(prefetch) == [i * 200 for i in range(12)]
+    pool.shutdown()
+
+
+async def test_a_commit_heard_ends_a_long_trip_after_its_step() -> None:
+    """The sender waits for a commit heard while planning, so the trip stops at once."""
+    loop = asyncio.get_running_loop()
+    framer = Framer()
+    follower = ServerCommitFollower(framer, None, MediaClock("asap"))
+
+    def plan(n: int, heard_at: int) -> Iterator[PlannedAppend]:
+        for i in range(n):
+            if i == heard_at:  # the server's commit arrives while this step plans
+                loop.call_soon_threadsafe(follower, commit_event(300), 0.0)
+                for _ in range(1000):
+                    if follower.deferred:
+                        break
+                    time.sleep(0.001)
+            yield planned(i)
+
+    pool = CountingPool()
+    prefetch = PlanPrefetcher(plan(16, heard_at=8), follower, depth=8, executor=pool)
+    assert await prefetch.next_start() == 0
+    for _ in range(100):
+        if follower.expected == 8:
+            break
+        await asyncio.sleep(0.02)
+    trips = len(pool.sizes)
+    for _ in range(4):
+        await prefetch.take()  # the refill starts with 800 ms of media waiting: a long budget
+    for _ in range(100):
+        if len(pool.sizes) > trips:
+            break
+        await asyncio.sleep(0.01)
+    assert pool.sizes[trips] == 1  # not the 4 there was room for
+    assert framer.commits == [4800]
+    assert await drain(prefetch) == [i * 200 for i in range(4, 16)]
     pool.shutdown()
 
 
@@ -247,3 +304,12 @@ async def test_the_plan_s_end_never_overtakes_the_appends_planned_before_it() ->
     assert [(await prefetch.take()).media_start_ms for _ in range(2)] == [0, 200]
     assert await prefetch.next_start() is None
     await prefetch.aclose()
+
+
+def test_the_follower_says_how_much_media_waits() -> None:
+    follower = ServerCommitFollower(Framer(), None, MediaClock("asap"))
+    assert follower.waiting_ms == 0
+    follower.expect([planned(3), planned(4), planned(5)])
+    assert follower.waiting_ms == 600
+    follower.take()
+    assert follower.waiting_ms == 400
