@@ -131,12 +131,13 @@ def child(url: str, clip: str, n: int, mode: str, out: str, warm: str = "") -> N
     cpu_per_s: list[float] = []
     from duplex_client.bundle.layout import BundleLayout
 
-    results: list[Any] = []
+    every: list[Any] = []  # every round's results: an earlier round's error is reported too
     for round_ in range(_clip_kinds.runs()):
         folder = Path(out) / f"round{round_}"
         cpu0 = time.process_time()
         results = asyncio.run(_run_level(url, Path(clip), n, folder))
         cpu = time.process_time() - cpu0
+        every += results
         media_s = 0.0
         for i, r in enumerate(results):
             failures += 0 if getattr(r, "ok", False) else 1
@@ -163,7 +164,7 @@ def child(url: str, clip: str, n: int, mode: str, out: str, warm: str = "") -> N
                 "peak_rss_mb": peak,
                 "rss_growth_mb": peak - before,
                 "failures": failures,
-                "errors": sorted({str(getattr(r, "error", r))[:80] for r in results if r})[:3]
+                "errors": sorted({str(getattr(r, "error", r))[:80] for r in every if r})[:3]
                 if failures
                 else [],
             }
